@@ -1,0 +1,119 @@
+# fltrace: one non-recursive makefile. Objects go to build/ (build-san/ with SAN=...).
+# Targets: all (./fltrace + preload library), test, bench, install, clean.
+
+PREFIX ?= /usr/local
+SAN ?=
+CC ?= cc
+
+# BUILD names the object tree; parallel work trees of developers can each take their own.
+ifeq ($(SAN),)
+BUILD ?= build
+SANFLAGS :=
+else
+BUILD ?= build-san
+SANFLAGS := -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+B := $(BUILD)
+
+WARN := -Wall -Wextra -Werror -Wno-unused-parameter
+CFLAGS_COMMON := -std=gnu11 -O2 -g $(WARN) -Iinc -D_GNU_SOURCE
+CFLAGS_TOOL := $(CFLAGS_COMMON) $(SANFLAGS)
+# The runtime lives inside the traced program: no sanitizers, hidden symbols, PIC.
+CFLAGS_RT := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -fno-omit-frame-pointer -ftls-model=initial-exec
+
+COMMON_SRC := $(wildcard src/common/*.c)
+RUNTIME_SRC := $(wildcard src/runtime/*.c)
+PRELOAD_SRC := $(wildcard preload/*.c)
+ANALYSIS_SRC := $(wildcard src/analysis/*.c)
+TOOLS_SRC := $(wildcard tools/*.c)
+UNIT_SRC := $(wildcard test/unit/test_*.c)
+PROGS_SRC := $(wildcard test/progs/*.c)
+
+COMMON_OBJ := $(COMMON_SRC:%.c=$(B)/obj/%.o)
+COMMON_PIC := $(COMMON_SRC:%.c=$(B)/pic/%.o)
+RUNTIME_OBJ := $(RUNTIME_SRC:%.c=$(B)/pic/%.o) $(PRELOAD_SRC:%.c=$(B)/pic/%.o)
+ANALYSIS_OBJ := $(ANALYSIS_SRC:%.c=$(B)/obj/%.o)
+TOOLS_OBJ := $(TOOLS_SRC:%.c=$(B)/obj/%.o)
+UNIT_BIN := $(UNIT_SRC:test/unit/%.c=$(B)/test/unit/%)
+
+PRELOAD_LIB := $(B)/lib/fltrace/libfltrace.so
+JEMALLOC_A := $(shell for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do \
+	[ -f $$d/libjemalloc_pic.a ] && echo $$d/libjemalloc_pic.a && break; done)
+# jemalloc's malloc family is renamed fltrace_je_* so our wrappers (preload/malloc.c) run first;
+# only those entry points are pulled in (its C++ operators would need libstdc++).
+JEMALLOC_SYMS := malloc free calloc realloc posix_memalign aligned_alloc memalign valloc \
+	malloc_usable_size
+JEMALLOC_RENAMED := $(B)/jemalloc/libjemalloc_fltrace.a
+JEMALLOC_U := $(foreach s,$(JEMALLOC_SYMS),-Wl,-u,fltrace_je_$(s))
+
+TOOL_LIBS := -lelf -lm
+
+.PHONY: all test unit-test bench install clean progs
+all: fltrace $(PRELOAD_LIB) progs
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TOOL) -MMD -MP -c $< -o $@
+
+$(B)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_RT) -MMD -MP -c $< -o $@
+
+$(B)/bin/fltrace: $(TOOLS_OBJ) $(ANALYSIS_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(SANFLAGS) -o $@ $^ $(TOOL_LIBS)
+
+# ./fltrace is a link: the binary finds its preload library at <its dir>/../lib/fltrace/.
+fltrace: $(B)/bin/fltrace
+	ln -sfn $< $@
+
+$(JEMALLOC_RENAMED): $(JEMALLOC_A)
+	@mkdir -p $(dir $@)
+	objcopy $(foreach s,$(JEMALLOC_SYMS),--redefine-sym $(s)=fltrace_je_$(s)) $< $@
+
+$(PRELOAD_LIB): $(RUNTIME_OBJ) $(COMMON_PIC) preload/exports.map $(JEMALLOC_RENAMED)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(RUNTIME_OBJ) $(COMMON_PIC) $(JEMALLOC_U) $(JEMALLOC_RENAMED) \
+		-Wl,--version-script=preload/exports.map -Wl,-z,nodelete -Wl,-z,now \
+		-lunwind -lpthread -ldl -lm
+
+# Test programs: the traced workloads of the end-to-end tests (some built twice, -O0 and -O2).
+PROGS := $(PROGS_SRC:test/progs/%.c=$(B)/progs/%)
+progs: $(PROGS) $(B)/progs/stacks-O0 $(B)/progs/stacks-O2 $(B)/progs/stacks-O2-fp
+$(B)/progs/%: test/progs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE -pthread -o $@ $< -lm
+$(B)/progs/stacks-O0: test/progs/stacks.c
+	$(CC) -std=gnu11 -O0 -g $(WARN) -fomit-frame-pointer -o $@ $<
+$(B)/progs/stacks-O2: test/progs/stacks.c
+	$(CC) -std=gnu11 -O2 -g $(WARN) -fomit-frame-pointer -o $@ $<
+$(B)/progs/stacks-O2-fp: test/progs/stacks.c
+	$(CC) -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -o $@ $<
+
+$(B)/test/unit/%: test/unit/%.c $(ANALYSIS_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TOOL) -o $@ $< $(ANALYSIS_OBJ) $(COMMON_OBJ) $(TOOL_LIBS)
+
+unit-test: $(UNIT_BIN)
+
+ifeq ($(SAN),)
+test: all unit-test
+	@FLTRACE_BUILD=$(B) bash test/run.sh $(UNIT_BIN)
+else
+# Sanitized builds cover the pure modules: the unit tests (the runtime cannot host ASan).
+test: unit-test
+	@FLTRACE_BUILD=$(B) FLTRACE_UNIT_ONLY=1 bash test/run.sh $(UNIT_BIN)
+endif
+
+bench: all
+	@bash test/bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/fltrace
+	install -m 755 $(B)/bin/fltrace $(DESTDIR)$(PREFIX)/bin/fltrace
+	install -m 755 $(PRELOAD_LIB) $(DESTDIR)$(PREFIX)/lib/fltrace/libfltrace.so
+
+clean:
+	rm -rf build build-san fltrace
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what fltrace needs to build, run and test, from Debian's packages only. Idempotent.
+set -euo pipefail
+
+# build: compiler, jemalloc (linked into the preload library), libunwind, libelf
+# run: addr2line (binutils) for `fltrace report`
+# tests and benchmarks: real programs that fltrace traces (python3, sqlite3, xz, gzip, GNU sort),
+#   perf to compare against, xmllint and chromium to check the SVGs
+PACKAGES=(
+	build-essential binutils pkg-config
+	libjemalloc-dev libunwind-dev libelf-dev
+	python3 sqlite3 xz-utils gzip coreutils procps util-linux
+	libxml2-utils
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	export DEBIAN_FRONTEND=noninteractive
+	SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq
+	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "deps.sh: all build and test dependencies are installed"

@@ -1,0 +1,32 @@
+/* The contract between `fltrace record` (tools/) and the preload runtime (src/runtime):
+ * the environment variables that carry the options into every traced process. */
+#ifndef FLTRACE_CONFIG_H
+#define FLTRACE_CONFIG_H
+
+#define FLTRACE_VERSION_STRING "0.1.0"
+
+/* Set by `fltrace record`, read once by the runtime at start-up. Sizes are in bytes. */
+#define FLTRACE_ENV_LOCALMEM "FLTRACE_LOCALMEM"     /* -L: cap on resident tracked memory */
+#define FLTRACE_ENV_MAXMEM "FLTRACE_MAXMEM"         /* -M: most memory in all (local + far) */
+#define FLTRACE_ENV_OUTDIR "FLTRACE_OUTDIR"         /* -o: absolute output directory */
+#define FLTRACE_ENV_HANDLERS "FLTRACE_HANDLERS"     /* -C: number of handler threads */
+#define FLTRACE_ENV_CORES "FLTRACE_CORES"           /* --cores: CPU list for handler threads */
+#define FLTRACE_ENV_SAMPLERATE "FLTRACE_SAMPLERATE" /* -S: faults per second, 0 = all */
+#define FLTRACE_ENV_POLICY "FLTRACE_POLICY"         /* --policy: fifo | clock */
+#define FLTRACE_ENV_STACK_DEPTH "FLTRACE_STACK_DEPTH" /* --depth: frames per stack */
+#define FLTRACE_ENV_POLL "FLTRACE_POLL"             /* --poll: block | spin */
+#define FLTRACE_ENV_PRELOAD_PATH "FLTRACE_PRELOAD"  /* path of libfltrace.so, to re-arm LD_PRELOAD */
+#define FLTRACE_ENV_STATUS_FD "FLTRACE_STATUS_FD"   /* fd to which a fatal runtime error is reported */
+
+enum fltrace_policy {
+	FLTRACE_POLICY_FIFO = 0,
+	FLTRACE_POLICY_CLOCK = 1,
+};
+
+#define FLTRACE_DEFAULT_STACK_DEPTH 64
+#define FLTRACE_MAX_STACK_DEPTH 512
+
+/* Exit status of a traced process that the runtime had to stop (e.g. -M exhausted). */
+#define FLTRACE_EXIT_RUNTIME 125
+
+#endif

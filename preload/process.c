@@ -1,0 +1,63 @@
+/* Interposed process-level calls: fork (the child gets its evicted pages back and a runtime of its
+ * own), _exit (the stats are written first), and dlopen/dlclose (the maps history stays complete). */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../src/runtime/rt.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static void *real(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (!f)
+		rt_die(name, "cannot find the C library's function", "report this as a bug");
+	return f;
+}
+
+EXPORT pid_t fork(void)
+{
+	static pid_t (*real_fork)(void);
+	rt_early_init();
+	if (!real_fork)
+		real_fork = (pid_t (*)(void))real("fork");
+	pid_t pid = real_fork();
+	if (pid == 0)
+		rt_fork_child_late();
+	return pid;
+}
+
+EXPORT void _exit(int status)
+{
+	rt_exit_flush();
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+	_exit(status);
+}
+
+EXPORT void *dlopen(const char *file, int mode)
+{
+	static void *(*real_dlopen)(const char *, int);
+	if (!real_dlopen)
+		real_dlopen = (void *(*)(const char *, int))real("dlopen");
+	void *h = real_dlopen(file, mode);
+	if (h && rt.phase == RT_ON && !rt_tls_internal)
+		maps_snapshot();
+	return h;
+}
+
+EXPORT int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+	if (!real_dlclose)
+		real_dlclose = (int (*)(void *))real("dlclose");
+	if (rt.phase == RT_ON && !rt_tls_internal)
+		maps_snapshot(); /* before the object goes: its code may be on recorded stacks */
+	return real_dlclose(handle);
+}

@@ -1,0 +1,68 @@
+/* Interposed signal calls: the program may neither block nor take over the signal that asks a
+ * thread for its stack (a thread that blocked it would sleep in its fault until a time-out). */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "../src/runtime/rt.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
+
+static void *real(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (!f)
+		rt_die(name, "cannot find the C library's function", "report this as a bug");
+	return f;
+}
+
+int rt_real_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
+{
+	static sigaction_fn fn;
+	if (!fn)
+		fn = (sigaction_fn)real("sigaction");
+	return fn(sig, sa, old);
+}
+
+EXPORT int sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
+{
+	if (handler_owns_signal(sig)) {
+		if (old)
+			memset(old, 0, sizeof(*old));
+		return 0; /* taken by fltrace: the program's handler would never run anyway */
+	}
+	if (!sa || !handler_owns_signal(rt.sig))
+		return rt_real_sigaction(sig, sa, old);
+	struct sigaction copy = *sa;
+	sigdelset(&copy.sa_mask, rt.sig);
+	return rt_real_sigaction(sig, &copy, old);
+}
+
+static int mask_call(sigmask_fn fn, int how, const sigset_t *set, sigset_t *old)
+{
+	if (!set || how == SIG_UNBLOCK || !handler_owns_signal(rt.sig))
+		return fn(how, set, old);
+	sigset_t copy = *set;
+	sigdelset(&copy, rt.sig);
+	return fn(how, &copy, old);
+}
+
+EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	static sigmask_fn fn;
+	if (!fn)
+		fn = (sigmask_fn)real("sigprocmask");
+	return mask_call(fn, how, set, old);
+}
+
+EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	static sigmask_fn fn;
+	if (!fn)
+		fn = (sigmask_fn)real("pthread_sigmask");
+	return mask_call(fn, how, set, old);
+}

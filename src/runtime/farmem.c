@@ -1,0 +1,109 @@
+/* The far-memory store: one reserved, initially empty mapping that receives evicted pages.
+ * It grows only as pages are evicted; freed slots are emptied in batches (one madvise per run). */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+#define FREE_BATCH 256
+
+static struct {
+	char *base;
+	uint64_t nslots, bump; /* slots [0, bump) have been handed out at least once */
+	uint32_t *free_stack;  /* emptied slots ready for reuse */
+	uint64_t nfree;
+	uint32_t pending[FREE_BATCH]; /* released slots still holding a page */
+	unsigned npending;
+	uint64_t used;         /* slots holding a page (pending ones included) */
+} far;
+
+int farmem_init(uint64_t slots)
+{
+	if (slots == 0)
+		slots = 1;
+	if (slots > PG_SLOT_MAX)
+		return -E2BIG;
+	far.nslots = slots;
+	far.base = (char *)syscall(SYS_mmap, NULL, slots << rt.page_shift, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (far.base == MAP_FAILED)
+		return -ENOMEM;
+	far.free_stack = rt_map(slots * sizeof(uint32_t));
+	return far.free_stack ? 0 : -ENOMEM;
+}
+
+int farmem_register(int fd)
+{
+	return uffd_register(fd, (uintptr_t)far.base, far.nslots << rt.page_shift);
+}
+
+void *farmem_addr(uint32_t slot)
+{
+	return far.base + ((uint64_t)slot << rt.page_shift);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Empties the pending slots, one madvise per contiguous run. */
+static void farmem_flush_pending(void)
+{
+	if (!far.npending)
+		return;
+	qsort(far.pending, far.npending, sizeof(uint32_t), cmp_u32);
+	unsigned i = 0;
+	while (i < far.npending) {
+		unsigned j = i + 1;
+		while (j < far.npending && far.pending[j] == far.pending[j - 1] + 1)
+			j++;
+		syscall(SYS_madvise, farmem_addr(far.pending[i]), (size_t)(j - i) << rt.page_shift,
+			MADV_DONTNEED);
+		i = j;
+	}
+	for (i = 0; i < far.npending; i++)
+		far.free_stack[far.nfree++] = far.pending[i];
+	far.used -= far.npending;
+	far.npending = 0;
+}
+
+void farmem_free(uint32_t slot)
+{
+	if (far.npending == FREE_BATCH)
+		farmem_flush_pending();
+	far.pending[far.npending++] = slot;
+}
+
+/* n contiguous empty slots: fresh ones from the bump pointer when possible, else reused ones
+ * one at a time (n must then be 1). */
+int farmem_alloc_run(uint32_t n, uint32_t *first)
+{
+	if (far.bump + n <= far.nslots) {
+		*first = (uint32_t)far.bump;
+		far.bump += n;
+		goto done;
+	}
+	if (n != 1)
+		return -EAGAIN;
+	if (!far.nfree)
+		farmem_flush_pending();
+	if (!far.nfree)
+		return -ENOSPC;
+	*first = far.free_stack[--far.nfree];
+done:
+	far.used += n;
+	uint64_t peak = atomic_load(&rt.stats.far_peak_pages);
+	if (far.used > peak)
+		atomic_store(&rt.stats.far_peak_pages, far.used);
+	return 0;
+}
+
+uint64_t farmem_used(void)
+{
+	return far.used;
+}

@@ -1,0 +1,496 @@
+/* The fault path: handler threads read userfaultfd messages, serve each page (zeros or its far copy),
+ * and have the faulting thread record its own stack from a signal handler when it faulted in user mode. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "fltrace/fmt.h"
+#include "rt.h"
+
+#define MSG_BATCH 64
+#define PENDING_MAX 4096
+#define WAKE_AFTER_NS (2 * 1000 * 1000ull)      /* a harmless early wake-up */
+#define CHECK_BLOCKED_AFTER_NS (50 * 1000 * 1000ull)
+#define GIVE_UP_AFTER_NS (2000 * 1000 * 1000ull)
+
+static struct {
+	pthread_t threads[RT_MAX_HANDLERS];
+	unsigned n;
+	int stop_fd;
+	char *zero_page;
+	_Atomic uint64_t sample_sec, sample_count;
+} hd = { .stop_fd = -1 };
+
+static __thread struct rt_thread *tls_thread;
+
+struct handler_ctx {
+	struct rt_thread *pending[PENDING_MAX];
+	unsigned npending;
+};
+
+/* ---- what the faulting thread was doing: /proc/self/task/<tid>/syscall ---- */
+
+struct syscall_state {
+	long nr; /* -1: a fault in user mode */
+	uint64_t sp, pc;
+};
+
+static const char *parse_num(const char *p, uint64_t *v, bool *neg)
+{
+	while (*p == ' ')
+		p++;
+	*neg = *p == '-';
+	if (*neg)
+		p++;
+	uint64_t x = 0;
+	if (p[0] == '0' && p[1] == 'x') {
+		for (p += 2;; p++) {
+			unsigned d = (unsigned)(*p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : 99);
+			if (d > 15)
+				break;
+			x = x * 16 + d;
+		}
+	} else {
+		while (*p >= '0' && *p <= '9')
+			x = x * 10 + (uint64_t)(*p++ - '0');
+	}
+	*v = x;
+	return p;
+}
+
+static int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_state *s)
+{
+	char buf[256];
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (t->procfd < 0) {
+			struct fmt f;
+			char path[64];
+			fmt_init(&f, path, sizeof(path));
+			fmt_str(&f, "/proc/self/task/");
+			fmt_u64(&f, (uint64_t)tid);
+			fmt_str(&f, "/syscall");
+			t->procfd = open(path, O_RDONLY | O_CLOEXEC);
+			if (t->procfd < 0)
+				return -errno;
+		}
+		ssize_t n = pread(t->procfd, buf, sizeof(buf) - 1, 0);
+		if (n > 0) {
+			buf[n] = '\0';
+			uint64_t v;
+			bool neg;
+			const char *p = parse_num(buf, &v, &neg);
+			s->nr = neg ? -(long)v : (long)v;
+			if (s->nr >= 0)
+				for (int i = 0; i < 6; i++)
+					p = parse_num(p, &v, &neg);
+			p = parse_num(p, &s->sp, &neg);
+			parse_num(p, &s->pc, &neg);
+			return 0;
+		}
+		/* The thread id was reused by a new thread, or the file went stale: open again. */
+		close(t->procfd);
+		t->procfd = -1;
+	}
+	return -ESRCH;
+}
+
+/* ---- sampling (-S): faults past the rate of the current second are served, not recorded ---- */
+
+static bool sample_take(void)
+{
+	if (rt.cfg.samplerate == 0)
+		return true;
+	uint64_t sec = rt_mono_ns() / 1000000000ull;
+	if (atomic_exchange(&hd.sample_sec, sec) != sec)
+		atomic_store(&hd.sample_count, 0);
+	return atomic_fetch_add(&hd.sample_count, 1) < rt.cfg.samplerate;
+}
+
+/* ---- records ---- */
+
+static void fault_fill(struct ft_fault *f, const struct rt_thread *t, int tid)
+{
+	memset(f, 0, sizeof(*f));
+	f->time_ns = t->arrival_ns;
+	f->addr = t->addr;
+	f->tid = (uint32_t)tid;
+	f->pages = 1;
+	f->flags = t->flags;
+	f->kind = t->kind;
+	f->syscall_nr = -1;
+	f->stack_id = FT_NO_STACK;
+}
+
+static uint32_t latency_since(uint64_t arrival_ns)
+{
+	uint64_t d = rt_now_ns() - arrival_ns;
+	return d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+}
+
+static void record_without_stack(struct rt_thread *t, int tid, const struct syscall_state *s)
+{
+	struct ft_fault f;
+	fault_fill(&f, t, tid);
+	if (s && s->nr >= 0) {
+		/* In a system call: its pc is where the program called the kernel. */
+		uint64_t ip = s->pc;
+		f.origin = FT_ORIGIN_SYSCALL;
+		f.syscall_nr = (int32_t)s->nr;
+		f.ip = ip;
+		f.stack_id = trace_stack_id(&ip, 1);
+		f.stack_status = FT_STACK_PARTIAL;
+		atomic_fetch_add(&rt.stats.faults_syscall, 1);
+	} else {
+		f.stack_status = FT_STACK_NONE;
+		atomic_fetch_add(&rt.stats.faults_nostack, 1);
+	}
+	f.latency_ns = latency_since(t->arrival_ns);
+	trace_write_fault(&f);
+}
+
+/* ---- the stack signal: runs on the faulting thread, at the faulting instruction ---- */
+
+static unsigned stack_from_unwinder(uint64_t *ips, unsigned max, uint64_t fault_ip)
+{
+	void *buf[FLTRACE_MAX_STACK_DEPTH + 16];
+	int n = unw_backtrace(buf, (int)(max + 16));
+	for (int i = 0; i < n; i++) {
+		if ((uint64_t)buf[i] != fault_ip)
+			continue;
+		unsigned d = 0;
+		for (int j = i; j < n && d < max; j++)
+			ips[d++] = (uint64_t)buf[j];
+		if (n == (int)(max + 16) && i + (int)max > n)
+			atomic_fetch_add(&rt.stats.stacks_cut, 1);
+		return d;
+	}
+	return 0;
+}
+
+/* The slow but sure way: unwind from the signal's context itself. */
+static unsigned stack_from_context(uint64_t *ips, unsigned max, ucontext_t *uc)
+{
+	unw_cursor_t cur;
+	unsigned d = 0;
+	if (unw_init_local2(&cur, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) < 0)
+		return 0;
+	do {
+		unw_word_t ip;
+		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0)
+			break;
+		ips[d++] = ip;
+	} while (d < max && unw_step(&cur) > 0);
+	return d;
+}
+
+static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	struct rt_thread *t = tls_thread;
+	if (!t || atomic_load(&t->tid) != rt_gettid())
+		t = tls_thread = threads_find(rt_gettid());
+	int expected = REQ_PENDING;
+	if (!t || !atomic_compare_exchange_strong(&t->state, &expected, REQ_TAKEN))
+		goto out;
+	atomic_store(&t->busy, 1);
+	rt_tls_internal++;
+	ucontext_t *uc = ucv;
+	uint64_t ip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	struct ft_fault f;
+	fault_fill(&f, t, atomic_load(&t->tid));
+	f.ip = ip;
+	f.origin = FT_ORIGIN_USER;
+	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
+	/* The signal is only meaningful if it arrived at the faulting instruction (a thread that
+	 * blocked it and was woken without it takes it later, elsewhere). */
+	if (ip == t->pc_at_fault) {
+		unsigned d = stack_from_unwinder(ips, rt.cfg.stack_depth, ip);
+		if (d == 0)
+			d = stack_from_context(ips, rt.cfg.stack_depth, uc);
+		if (d) {
+			f.stack_id = trace_stack_id(ips, d);
+			f.stack_status = FT_STACK_OK;
+		}
+	}
+	if (f.stack_id == FT_NO_STACK) {
+		f.stack_status = FT_STACK_NONE;
+		atomic_fetch_add(&rt.stats.faults_nostack, 1);
+	}
+	f.latency_ns = latency_since(t->arrival_ns);
+	trace_write_fault(&f);
+	rt_tls_internal--;
+	atomic_store(&t->busy, 0);
+	atomic_store(&t->state, REQ_IDLE);
+out:
+	errno = saved_errno;
+}
+
+void handler_signal_init(void)
+{
+	rt.sig = SIGRTMAX - 2;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = handler_on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	syscall(SYS_rt_sigaction, rt.sig, NULL, NULL, 8); /* probe: the signal exists */
+	rt_real_sigaction(rt.sig, &sa, NULL);
+}
+
+bool handler_owns_signal(int sig)
+{
+	return rt.phase != RT_OFF && sig == rt.sig;
+}
+
+/* ---- serving one fault ---- */
+
+static __attribute__((noreturn)) void handler_die_maxmem(void)
+{
+	char why[160], todo[160];
+	struct fmt f;
+	uint64_t mb = rt.cfg.maxmem >> 20;
+	fmt_init(&f, why, sizeof(why));
+	fmt_str(&f, "the program needs more than ");
+	fmt_u64(&f, mb);
+	fmt_str(&f, " MB of local + far memory");
+	fmt_init(&f, todo, sizeof(todo));
+	fmt_str(&f, "run again with a larger -M, e.g. -M ");
+	fmt_u64(&f, mb * 2 > 16 ? mb * 2 : 16);
+	rt_die("-M exhausted", why, todo);
+}
+
+static void count_fault(uint16_t flags, uint8_t kind)
+{
+	atomic_fetch_add(&rt.stats.faults, 1);
+	atomic_fetch_add((flags & FT_FLAG_WRITE) ? &rt.stats.faults_w : &rt.stats.faults_r, 1);
+	atomic_fetch_add(kind == FT_KIND_ZERO ? &rt.stats.faults_zero : &rt.stats.faults_refetch, 1);
+}
+
+/* Brings the page in; returns false if there was nothing to serve (already present, or no longer
+ * ours). With `signal`, the thread stays asleep until the stack signal wakes it. */
+static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
+{
+	uint32_t *pg = region_page(addr);
+	if (!pg || pg_state(*pg) == PAGE_PRESENT) {
+		uffd_wake(rt.uffd, addr, rt.page_size);
+		atomic_fetch_add(&rt.stats.faults_dup, 1);
+		return false;
+	}
+	int err = evict_make_room(1);
+	if (err == -ENOSPC)
+		handler_die_maxmem();
+	bool evicted = pg_state(*pg) == PAGE_EVICTED;
+	uint32_t slot = pg_slot(*pg);
+	t->kind = evicted ? FT_KIND_REFETCH : FT_KIND_ZERO;
+	if (!evicted)
+		t->flags |= FT_FLAG_ZERO;
+	err = uffd_copy(rt.uffd, addr, evicted ? farmem_addr(slot) : hd.zero_page, rt.page_size, !signal);
+	if (err == -EEXIST) {
+		uffd_wake(rt.uffd, addr, rt.page_size);
+	} else if (err < 0) {
+		/* ENOENT/ESRCH: the mapping or the process went away meanwhile. */
+		uffd_wake(rt.uffd, addr, rt.page_size);
+		return false;
+	}
+	if (evicted)
+		farmem_free(slot);
+	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT);
+	atomic_fetch_add(&rt.stats.resident_pages, 1);
+	evict_note_present(addr, pg);
+	return err == 0;
+}
+
+static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
+{
+	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
+	int tid = (int)m->arg.pagefault.feat.ptid;
+	struct rt_thread *t = threads_get(tid);
+	uint64_t arrival = rt_now_ns();
+	bool record = sample_take();
+	struct syscall_state s = { .nr = -2 };
+	/* A thread inside our signal handler, or with a request still open, gets no second signal. */
+	bool busy = !t || atomic_load(&t->busy) || atomic_load(&t->state) != REQ_IDLE;
+	if (record && !busy && thread_syscall_state(t, tid, &s) < 0)
+		s.nr = -2;
+	bool signal = record && !busy && s.nr == -1;
+	struct rt_thread local;
+	struct rt_thread *req = signal ? t : &local; /* only a signalled request lives in the slot */
+
+	rt_lock();
+	req->addr = addr;
+	req->arrival_ns = arrival;
+	req->flags = (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) ? FT_FLAG_WRITE : 0;
+	req->kind = FT_KIND_ZERO;
+	req->pc_at_fault = s.pc;
+	bool served = fault_serve(req, addr, signal);
+	if (served && signal) {
+		t->posted_mono_ns = rt_mono_ns();
+		t->woken = false;
+		atomic_store(&t->state, REQ_PENDING);
+		/* Under the lock: no other handler may wake the thread before the signal is queued. */
+		if (syscall(SYS_tgkill, rt.pid, tid, rt.sig) < 0) {
+			atomic_store(&t->state, REQ_IDLE);
+			uffd_wake(rt.uffd, addr, rt.page_size);
+			signal = false;
+		}
+	}
+	rt_unlock();
+	if (!served)
+		return;
+	count_fault(req->flags, req->kind);
+	if (!record) {
+		atomic_fetch_add(&rt.stats.faults_sampled_out, 1);
+		return;
+	}
+	if (signal) {
+		if (ctx->npending < PENDING_MAX)
+			ctx->pending[ctx->npending++] = t;
+		return;
+	}
+	record_without_stack(req, tid, s.nr >= 0 ? &s : NULL);
+}
+
+/* SigBlk of a thread: whether it blocks our signal (then it never runs the stack handler). */
+static bool thread_blocks_signal(int tid)
+{
+	char path[64], buf[2048];
+	struct fmt f;
+	fmt_init(&f, path, sizeof(path));
+	fmt_str(&f, "/proc/self/task/");
+	fmt_u64(&f, (uint64_t)tid);
+	fmt_str(&f, "/status");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* gone */
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	const char *p = strstr(buf, "SigBlk:");
+	if (!p)
+		return false;
+	uint64_t mask = 0;
+	bool neg;
+	char hex[24] = "0x";
+	p += 7;
+	while (*p == '\t' || *p == ' ')
+		p++;
+	memcpy(hex + 2, p, 16);
+	hex[18] = '\0';
+	parse_num(hex, &mask, &neg);
+	return (mask >> (rt.sig - 1)) & 1;
+}
+
+/* Requests the signal has not answered: wake the thread (harmless: the signal, if deliverable,
+ * is taken on the way back to the faulting instruction), and give up on threads that block it. */
+static void handler_check_pending(struct handler_ctx *ctx)
+{
+	uint64_t now = rt_mono_ns();
+	for (unsigned i = 0; i < ctx->npending;) {
+		struct rt_thread *t = ctx->pending[i];
+		if (atomic_load(&t->state) != REQ_PENDING) {
+			ctx->pending[i] = ctx->pending[--ctx->npending];
+			continue;
+		}
+		uint64_t age = now - t->posted_mono_ns;
+		if (age > WAKE_AFTER_NS && !t->woken) {
+			t->woken = true;
+			uffd_wake(rt.uffd, t->addr, rt.page_size);
+		}
+		int tid = atomic_load(&t->tid);
+		if ((age > CHECK_BLOCKED_AFTER_NS && thread_blocks_signal(tid)) || age > GIVE_UP_AFTER_NS) {
+			int expected = REQ_PENDING;
+			if (atomic_compare_exchange_strong(&t->state, &expected, REQ_CANCELLED)) {
+				record_without_stack(t, tid, NULL);
+				atomic_store(&t->state, REQ_IDLE);
+			}
+			ctx->pending[i] = ctx->pending[--ctx->npending];
+			continue;
+		}
+		i++;
+	}
+}
+
+static void handler_pin(unsigned index)
+{
+	if (!rt.cfg.cores_mask)
+		return;
+	unsigned cpus[64], n = 0;
+	for (unsigned c = 0; c < 64; c++)
+		if (rt.cfg.cores_mask & (1ull << c))
+			cpus[n++] = c;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpus[index % n], &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void *handler_main(void *arg)
+{
+	rt_tls_internal = 1;
+	handler_pin((unsigned)(uintptr_t)arg);
+	static __thread struct handler_ctx ctx;
+	struct uffd_msg msgs[MSG_BATCH];
+	struct pollfd pfd[2] = { { .fd = rt.uffd, .events = POLLIN }, { .fd = hd.stop_fd, .events = POLLIN } };
+	for (;;) {
+		if (!rt.cfg.spin || ctx.npending) {
+			int timeout = ctx.npending ? 1 : 200;
+			if (poll(pfd, 2, rt.cfg.spin ? 0 : timeout) < 0 && errno != EINTR)
+				break;
+			if (pfd[1].revents)
+				break;
+		}
+		ssize_t n = read(rt.uffd, msgs, sizeof(msgs));
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR) {
+				if (ctx.npending)
+					handler_check_pending(&ctx);
+				continue;
+			}
+			break;
+		}
+		for (ssize_t i = 0; i < n / (ssize_t)sizeof(msgs[0]); i++)
+			if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
+				handler_fault(&ctx, &msgs[i]);
+		if (ctx.npending)
+			handler_check_pending(&ctx);
+	}
+	return NULL;
+}
+
+int handler_start(void)
+{
+	if (!hd.zero_page)
+		hd.zero_page = rt_map(rt.page_size);
+	hd.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!hd.zero_page || hd.stop_fd < 0)
+		return -ENOMEM;
+	unsigned n = rt.cfg.handlers ? rt.cfg.handlers : 1;
+	if (n > RT_MAX_HANDLERS)
+		n = RT_MAX_HANDLERS;
+	for (hd.n = 0; hd.n < n; hd.n++) {
+		if (pthread_create(&hd.threads[hd.n], NULL, handler_main, (void *)(uintptr_t)hd.n) != 0)
+			return -EAGAIN;
+		pthread_setname_np(hd.threads[hd.n], "fltrace-handler");
+	}
+	return 0;
+}
+
+void handler_stop(void)
+{
+	uint64_t one = 1;
+	if (hd.stop_fd >= 0 && write(hd.stop_fd, &one, sizeof(one)) < 0)
+		return;
+}

@@ -1,0 +1,174 @@
+/* Memory-map history: every distinct /proc/self/maps is recorded in the trace (with the loaded
+ * objects' build-ids) and its lines are kept in fltrace-data-procmaps-<pid>.out, never overwritten. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fltrace/fmt.h"
+#include "rt.h"
+
+#define MAPS_MAX (8u << 20)
+#define SEEN_MAX 65536 /* power of two: hashes of lines / objects already written */
+
+static struct {
+	char *buf;          /* scratch for one snapshot */
+	uint64_t last_hash;
+	uint64_t *seen;     /* open addressing set of line and object hashes */
+	int procmaps_fd;
+	_Atomic int lock;
+} mh = { .procmaps_fd = -1 };
+
+static uint64_t hash_bytes(const char *p, size_t n, uint64_t seed)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ seed;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h ? h : 1;
+}
+
+static bool seen_insert(uint64_t h) /* true if new */
+{
+	for (unsigned i = (unsigned)h & (SEEN_MAX - 1), n = 0; n < SEEN_MAX; i = (i + 1) & (SEEN_MAX - 1), n++) {
+		if (mh.seen[i] == h)
+			return false;
+		if (mh.seen[i] == 0) {
+			mh.seen[i] = h;
+			return true;
+		}
+	}
+	return true; /* full: writing twice is harmless */
+}
+
+static size_t maps_read(void)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	size_t len = 0;
+	ssize_t n;
+	while (len < MAPS_MAX && (n = read(fd, mh.buf + len, MAPS_MAX - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	return len;
+}
+
+static void maps_append_new_lines(const char *text, size_t len)
+{
+	if (mh.procmaps_fd < 0)
+		return;
+	size_t i = 0;
+	while (i < len) {
+		const char *nl = memchr(text + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - text) + 1 : len;
+		if (seen_insert(hash_bytes(text + i, end - i, 1)))
+			rt_write_all(mh.procmaps_fd, text + i, end - i);
+		i = end;
+	}
+}
+
+static void maps_record(const char *text, size_t len)
+{
+	uint32_t size = ft_rec_size((uint32_t)(sizeof(struct ft_maps) + len));
+	struct ft_maps *m = trace_reserve(size);
+	if (!m)
+		return;
+	m->time_ns = rt_now_ns();
+	m->len = (uint32_t)len;
+	memcpy(m->text, text, len);
+	trace_commit(m, FT_REC_MAPS, size);
+}
+
+static const uint8_t *object_build_id(const struct dl_phdr_info *info, uint32_t *len)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			const char *name = p + sizeof(*nh);
+			const uint8_t *desc = (const uint8_t *)name + ((nh->n_namesz + 3) & ~3u);
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+				*len = nh->n_descsz > 32 ? 32 : nh->n_descsz;
+				return desc;
+			}
+			p = (const char *)desc + ((nh->n_descsz + 3) & ~3u);
+		}
+	}
+	*len = 0;
+	return NULL;
+}
+
+static int object_record(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	char exe[PATH_MAX];
+	const char *path = info->dlpi_name;
+	if (!path || !*path) { /* the executable itself */
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		path = exe;
+	}
+	size_t plen = strlen(path) + 1;
+	if (!seen_insert(hash_bytes(path, plen, info->dlpi_addr ^ 0x5bd1e995u)))
+		return 0;
+	uint32_t rsize = ft_rec_size((uint32_t)(sizeof(struct ft_object) + plen));
+	struct ft_object *o = trace_reserve(rsize);
+	if (!o)
+		return 0;
+	o->time_ns = rt_now_ns();
+	o->base = info->dlpi_addr;
+	const uint8_t *bid = object_build_id(info, &o->build_id_len);
+	if (bid)
+		memcpy(o->build_id, bid, o->build_id_len);
+	o->path_len = (uint32_t)plen;
+	memcpy(o->path, path, plen);
+	trace_commit(o, FT_REC_OBJECT, rsize);
+	return 0;
+}
+
+static void maps_open_text(void)
+{
+	char path[PATH_MAX + 64];
+	struct fmt f;
+	fmt_init(&f, path, sizeof(path));
+	fmt_str(&f, rt.cfg.outdir);
+	fmt_str(&f, "/fltrace-data-procmaps-");
+	fmt_u64(&f, (uint64_t)rt.pid);
+	fmt_str(&f, ".out");
+	mh.procmaps_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+/* Cheap when nothing changed (one read of /proc/self/maps); called at start, around dlopen and
+ * dlclose, and once a second. */
+void maps_snapshot(void)
+{
+	while (atomic_exchange(&mh.lock, 1))
+		;
+	if (!mh.buf) {
+		mh.buf = rt_map(MAPS_MAX);
+		mh.seen = rt_map(SEEN_MAX * sizeof(uint64_t));
+		maps_open_text();
+	}
+	size_t len = maps_read();
+	uint64_t h = hash_bytes(mh.buf, len, 0);
+	if (len && h != mh.last_hash) {
+		mh.last_hash = h;
+		maps_record(mh.buf, len);
+		maps_append_new_lines(mh.buf, len);
+		dl_iterate_phdr(object_record, NULL);
+	}
+	atomic_store(&mh.lock, 0);
+}
+
+void maps_close(void)
+{
+	if (mh.procmaps_fd >= 0)
+		close(mh.procmaps_fd);
+	mh.procmaps_fd = -1;
+}

@@ -1,0 +1,196 @@
+/* The preload runtime's internal contracts: the one runtime root (all global state lives in it)
+ * and the interfaces of its modules (uffd, region, farmem, evict, threads, handler, trace, maps, stats). */
+#ifndef FLTRACE_RT_H
+#define FLTRACE_RT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include "fltrace/config.h"
+#include "fltrace/trace_format.h"
+
+#define RT_HIDDEN __attribute__((visibility("hidden")))
+#define RT_MAX_HANDLERS 16
+
+/* Invariant checks that survive release builds: a broken invariant stops the program with one line. */
+#define RT_BUG_ON(cond)                                                            \
+	do {                                                                       \
+		if (__builtin_expect(!!(cond), 0))                                 \
+			rt_die_bug(__FILE__, __LINE__, #cond);                     \
+	} while (0)
+
+/* ---- configuration (parsed once from the environment) ---- */
+struct rt_config {
+	uint64_t localmem, maxmem; /* bytes */
+	char outdir[PATH_MAX];
+	unsigned handlers;
+	uint64_t cores_mask; /* CPUs for handler threads; 0 = not pinned */
+	unsigned samplerate; /* faults recorded per second, 0 = all */
+	int policy;          /* enum fltrace_policy */
+	unsigned stack_depth;
+	bool spin;           /* handler threads busy-poll instead of blocking */
+};
+
+/* ---- userfaultfd: the only owner of the fds and their ioctls (uffd.c) ---- */
+int uffd_open(bool sigbus, uint64_t *features_out);
+int uffd_register(int fd, uintptr_t start, size_t len);
+int uffd_unregister(int fd, uintptr_t start, size_t len);
+int uffd_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake);
+int uffd_wake(int fd, uintptr_t start, size_t len);
+/* Moves pages out atomically (no write can be lost); returns bytes moved or -errno. */
+long uffd_move(int fd, uintptr_t dst, uintptr_t src, size_t len);
+
+/* ---- page states (region.c): one 32-bit word per tracked page ---- */
+enum page_state { PAGE_EMPTY = 0, PAGE_PRESENT = 1, PAGE_EVICTED = 2 };
+#define PG_STATE_MASK 0x3u
+#define PG_QUEUED 0x4u   /* in the resident ring */
+#define PG_REF 0x8u      /* CLOCK: referenced since the hand last passed */
+#define PG_WRITABLE 0x10u /* the program's protection allows writes */
+#define PG_SLOT_SHIFT 5
+#define PG_SLOT_MAX ((1u << (32 - PG_SLOT_SHIFT)) - 1)
+
+static inline unsigned pg_state(uint32_t w) { return w & PG_STATE_MASK; }
+static inline uint32_t pg_slot(uint32_t w) { return w >> PG_SLOT_SHIFT; }
+static inline uint32_t pg_with_state(uint32_t w, unsigned s) { return (w & ~PG_STATE_MASK) | s; }
+static inline uint32_t pg_with_slot(uint32_t w, uint32_t slot)
+{
+	return (w & ((1u << PG_SLOT_SHIFT) - 1)) | (slot << PG_SLOT_SHIFT);
+}
+
+struct region {
+	uintptr_t start, end;
+	uint32_t *pages; /* one word per page, raw mmap (never program-visible memory) */
+	size_t pages_map_len;
+};
+
+/* All functions below need rt.lock held, except region_table_init. */
+void region_table_init(void);
+int region_add(uintptr_t start, size_t len, int prot);    /* track + register */
+void region_remove(uintptr_t start, size_t len);          /* forget (unmapped) */
+void region_zap(uintptr_t start, size_t len);             /* data gone: reads back zeros */
+void region_protect(uintptr_t start, size_t len, int prot);
+void region_remap(uintptr_t old, size_t oldlen, uintptr_t new_, size_t newlen);
+uint32_t *region_page(uintptr_t addr);                    /* NULL if untracked */
+int region_register_all(int fd);                          /* at start-up and after fork */
+void region_restore_evicted(void);                        /* fork child: copy far pages in */
+uint64_t region_tracked_bytes(void);
+
+/* ---- far memory store (farmem.c): where evicted pages live ---- */
+int farmem_init(uint64_t slots);
+int farmem_alloc_run(uint32_t n, uint32_t *first); /* n contiguous fresh slots */
+void farmem_free(uint32_t slot);                   /* released lazily, in batches */
+void *farmem_addr(uint32_t slot);
+uint64_t farmem_used(void);
+int farmem_register(int fd);
+
+/* ---- eviction (evict.c): keeps resident tracked pages under the cap ---- */
+int evict_init(uint64_t cap_pages);
+void evict_note_present(uintptr_t page, uint32_t *pg); /* a page became resident */
+/* Makes room for `need` more resident pages; -ENOSPC when -M is exhausted. */
+int evict_make_room(unsigned need);
+
+/* ---- program threads (threads.c): per-thread fault request slots ---- */
+enum req_state { REQ_IDLE = 0, REQ_PENDING, REQ_TAKEN, REQ_CANCELLED };
+struct rt_thread {
+	_Atomic int tid;   /* key; 0 = free */
+	_Atomic int state; /* enum req_state */
+	_Atomic int busy;  /* inside our signal handler: its faults are served without a signal */
+	int procfd;        /* /proc/self/task/<tid>/syscall, opened by the handler */
+	uint64_t addr, arrival_ns, posted_mono_ns;
+	uint64_t pc_at_fault; /* from /proc: the signal must arrive exactly there */
+	uint16_t flags;
+	uint8_t kind;
+	bool woken;        /* handler already woke it after a delay */
+};
+int threads_init(void);
+struct rt_thread *threads_get(int tid);  /* find or create (handler side) */
+struct rt_thread *threads_find(int tid); /* find only */
+void threads_forget_all(void);           /* fork child */
+
+/* ---- the fault path (handler.c) ---- */
+int handler_start(void);
+void handler_stop(void);
+void handler_signal_init(void); /* installs the stack signal */
+bool handler_owns_signal(int sig);
+
+/* ---- trace writer (trace.c) ---- */
+int trace_open(void);
+void *trace_reserve(uint32_t size);
+void trace_commit(void *rec, uint16_t type, uint32_t size);
+uint32_t trace_stack_id(const uint64_t *ips, unsigned depth);
+void trace_write_fault(const struct ft_fault *f);
+void trace_close(void);
+void trace_close_inherited(void); /* fork child: the parent's file is not ours */
+void trace_release_written(void); /* drop written pages from our RSS */
+uint64_t trace_bytes(void);
+
+/* ---- maps history (maps.c) ---- */
+void maps_snapshot(void);        /* if /proc/self/maps changed: record it */
+void maps_close(void);
+
+/* ---- stats (stats.c) ---- */
+struct rt_stats {
+	_Atomic uint64_t faults, faults_r, faults_w, faults_wp, faults_zero, faults_refetch,
+		faults_syscall, faults_nostack, faults_sampled_out, faults_dup, stacks_cut;
+	_Atomic uint64_t evict_ops, evict_pages, evict_fallback, evict_failed;
+	_Atomic uint64_t resident_pages, resident_peak_pages, far_peak_pages;
+	_Atomic uint64_t untracked_map_bytes, untracked_maps;
+};
+int stats_start(void);
+void stats_write_line(void);
+void stats_stop(void);
+
+/* ---- the runtime root (runtime.c) ---- */
+enum rt_phase { RT_OFF = 0, RT_STARTING, RT_ON, RT_DISABLED };
+
+struct rt {
+	_Atomic int phase;
+	struct rt_config cfg;
+	pthread_mutex_t lock; /* regions, page states, resident set, far store */
+	int uffd;             /* program memory */
+	int far_uffd;         /* far store: registered only so UFFDIO_MOVE may target it */
+	uint64_t uffd_features;
+	size_t page_size;
+	unsigned page_shift;
+	pid_t pid;
+	unsigned exec_gen;
+	int sig;              /* the signal that asks a thread for its stack */
+	struct rt_stats stats;
+	uint64_t start_realtime_ns, start_mono_ns;
+};
+
+RT_HIDDEN extern struct rt rt;
+/* Set on threads of ours and while a program thread runs our code: their mmaps are not tracked. */
+RT_HIDDEN extern __thread int rt_tls_internal;
+
+void rt_early_init(void);     /* first entry of any wrapper: atfork handlers, region table */
+bool rt_active(void);         /* tracking is on */
+void rt_lock(void);
+void rt_unlock(void);
+void rt_fork_prepare(void);
+void rt_fork_parent(void);
+void rt_fork_child(void);     /* inside fork(), before other atfork handlers */
+void rt_fork_child_late(void); /* in our fork wrapper, after fork() returned */
+void rt_exit_flush(void);      /* _exit, exit: final stats line, trace truncated */
+__attribute__((noreturn)) void rt_die(const char *what, const char *why, const char *todo);
+__attribute__((noreturn)) void rt_die_bug(const char *file, int line, const char *cond);
+
+/* The real libc functions behind the ones we interpose (preload/signals.c). */
+int rt_real_sigaction(int sig, const struct sigaction *sa, struct sigaction *old);
+
+/* helpers (util.c) */
+uint64_t rt_now_ns(void);  /* CLOCK_REALTIME */
+uint64_t rt_mono_ns(void); /* CLOCK_MONOTONIC */
+void *rt_map(size_t len);  /* untracked anonymous memory, MAP_NORESERVE, zeroed */
+void rt_unmap(void *p, size_t len);
+void rt_log(const char *msg);           /* one line to stderr, prefixed "fltrace: " */
+int rt_gettid(void);
+ssize_t rt_write_all(int fd, const void *buf, size_t len);
+
+#endif

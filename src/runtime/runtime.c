@@ -1,0 +1,249 @@
+/* The runtime root: configuration from the environment, start-up inside the traced process,
+ * fork and exit handling, and the one way to stop the program with a clear message. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fltrace/fmt.h"
+#include "rt.h"
+
+struct rt rt = { .lock = PTHREAD_MUTEX_INITIALIZER, .uffd = -1, .far_uffd = -1 };
+__thread int rt_tls_internal;
+
+static bool early_done;
+
+void rt_lock(void)
+{
+	pthread_mutex_lock(&rt.lock);
+}
+
+void rt_unlock(void)
+{
+	pthread_mutex_unlock(&rt.lock);
+}
+
+bool rt_active(void)
+{
+	return atomic_load_explicit(&rt.phase, memory_order_acquire) != RT_DISABLED && !rt_tls_internal;
+}
+
+__attribute__((noreturn)) void rt_die(const char *what, const char *why, const char *todo)
+{
+	char buf[1024];
+	struct fmt f;
+	fmt_init(&f, buf, sizeof(buf));
+	fmt_str(&f, what);
+	fmt_str(&f, ": ");
+	fmt_str(&f, why);
+	fmt_str(&f, "; ");
+	fmt_str(&f, todo);
+	rt_log(buf);
+	rt_exit_flush();
+	syscall(SYS_exit_group, FLTRACE_EXIT_RUNTIME);
+	__builtin_unreachable();
+}
+
+__attribute__((noreturn)) void rt_die_bug(const char *file, int line, const char *cond)
+{
+	char buf[512];
+	struct fmt f;
+	fmt_init(&f, buf, sizeof(buf));
+	fmt_str(&f, file);
+	fmt_char(&f, ':');
+	fmt_u64(&f, (uint64_t)line);
+	fmt_str(&f, ": ");
+	fmt_str(&f, cond);
+	rt_die("internal error", buf, "please report it with the command that was traced");
+}
+
+/* ---- configuration ---- */
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return dflt;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (errno || *end)
+		rt_die(name, "not a number", "run the program through 'fltrace record'");
+	return x;
+}
+
+static void config_parse(struct rt_config *c)
+{
+	const char *out = getenv(FLTRACE_ENV_OUTDIR);
+	c->localmem = env_u64(FLTRACE_ENV_LOCALMEM, 0);
+	c->maxmem = env_u64(FLTRACE_ENV_MAXMEM, 0);
+	c->handlers = (unsigned)env_u64(FLTRACE_ENV_HANDLERS, 1);
+	c->samplerate = (unsigned)env_u64(FLTRACE_ENV_SAMPLERATE, 0);
+	c->stack_depth = (unsigned)env_u64(FLTRACE_ENV_STACK_DEPTH, FLTRACE_DEFAULT_STACK_DEPTH);
+	if (c->stack_depth == 0 || c->stack_depth > FLTRACE_MAX_STACK_DEPTH)
+		c->stack_depth = FLTRACE_DEFAULT_STACK_DEPTH;
+	const char *pol = getenv(FLTRACE_ENV_POLICY);
+	c->policy = pol && strcmp(pol, "fifo") == 0 ? FLTRACE_POLICY_FIFO : FLTRACE_POLICY_CLOCK;
+	const char *poll = getenv(FLTRACE_ENV_POLL);
+	c->spin = poll && strcmp(poll, "spin") == 0;
+	const char *cores = getenv(FLTRACE_ENV_CORES);
+	c->cores_mask = 0;
+	for (const char *p = cores; p && *p;) { /* "0,2-3" */
+		char *end;
+		unsigned long a = strtoul(p, &end, 10), b = a;
+		if (*end == '-')
+			b = strtoul(end + 1, &end, 10);
+		for (unsigned long i = a; i <= b && i < 64; i++)
+			c->cores_mask |= 1ull << i;
+		p = *end == ',' ? end + 1 : end;
+		if (*end != ',' )
+			break;
+	}
+	if (!c->localmem || !c->maxmem || !out || !*out)
+		rt_die("runtime", "the preload library was loaded without its settings",
+		       "run the program through 'fltrace record -L <MB> -M <MB> -- <command>'");
+	if (c->maxmem < c->localmem)
+		c->maxmem = c->localmem;
+	size_t n = strlen(out);
+	if (n >= sizeof(c->outdir))
+		rt_die("runtime", "output directory path too long", "use a shorter -o path");
+	memcpy(c->outdir, out, n + 1);
+}
+
+/* ---- start-up ---- */
+
+/* Runs before anything else of ours and before jemalloc's first use (the malloc wrappers call it),
+ * so our fork handlers are registered before jemalloc's and run first in a child. */
+void rt_early_init(void)
+{
+	if (early_done)
+		return;
+	early_done = true;
+	rt.page_size = (size_t)sysconf(_SC_PAGESIZE);
+	rt.page_shift = (unsigned)__builtin_ctzl(rt.page_size);
+	rt.pid = getpid();
+	region_table_init();
+	pthread_atfork(rt_fork_prepare, rt_fork_parent, rt_fork_child);
+}
+
+static void rt_die_uffd(int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		rt_die("userfaultfd", "permission denied",
+		       "run as root, or set 'sysctl vm.unprivileged_userfaultfd=1', or give read+write access to /dev/userfaultfd");
+	rt_die("userfaultfd", strerror(-err), "fltrace needs a kernel with userfaultfd (Linux 6.8 or later)");
+}
+
+/* Everything that needs the process's identity: the fds, the far store, the files, the threads. */
+static void rt_start_process(void)
+{
+	rt.pid = getpid();
+	rt.start_realtime_ns = rt_now_ns();
+	rt.start_mono_ns = rt_mono_ns();
+	int fd = uffd_open(false, &rt.uffd_features);
+	if (fd < 0)
+		rt_die_uffd(fd);
+	rt.uffd = fd;
+	fd = uffd_open(true, NULL);
+	if (fd < 0)
+		rt_die_uffd(fd);
+	rt.far_uffd = fd;
+	if (farmem_register(rt.far_uffd) < 0)
+		rt_die("far memory", "cannot register the far store", "report this as a bug");
+	int err = trace_open();
+	if (err < 0)
+		rt_die("trace", strerror(-err), "check that the output directory is writable and has space");
+	rt_lock();
+	atomic_store(&rt.phase, RT_ON);
+	err = region_register_all(rt.uffd);
+	rt_unlock();
+	if (err < 0)
+		rt_die("userfaultfd", "cannot register the program's memory", "report this as a bug");
+	if (handler_start() < 0 || stats_start() < 0)
+		rt_die("runtime", "cannot start the handler threads", "check the process and thread limits (ulimit -u)");
+	maps_snapshot();
+}
+
+__attribute__((constructor(101))) static void rt_init(void)
+{
+	rt_early_init();
+	rt_tls_internal++;
+	atomic_store(&rt.phase, RT_STARTING);
+	config_parse(&rt.cfg);
+	uint64_t ps = rt.page_size;
+	if (farmem_init((rt.cfg.maxmem - rt.cfg.localmem + ps - 1) / ps) < 0 ||
+	    evict_init(rt.cfg.localmem / ps) < 0 || threads_init() < 0)
+		rt_die("runtime", "cannot reserve its bookkeeping memory", "lower -M");
+	handler_signal_init();
+	rt_start_process();
+	rt_tls_internal--;
+}
+
+/* ---- fork ---- */
+
+void rt_fork_prepare(void)
+{
+	rt_lock(); /* no eviction while the address space is copied */
+}
+
+void rt_fork_parent(void)
+{
+	rt_unlock();
+}
+
+/* The child's memory is no longer registered (no UFFD_FEATURE_EVENT_FORK): evicted pages would read
+ * as zeros, so they are copied back before any other fork handler (jemalloc's) touches the heap. */
+void rt_fork_child(void)
+{
+	pthread_mutex_init(&rt.lock, NULL);
+	if (atomic_load(&rt.phase) != RT_ON)
+		return;
+	atomic_store(&rt.phase, RT_STARTING);
+	rt_tls_internal++;
+	region_restore_evicted();
+	rt_tls_internal--;
+}
+
+/* After fork() returned in the child: a runtime of its own (files named by its pid). */
+void rt_fork_child_late(void)
+{
+	if (atomic_load(&rt.phase) != RT_STARTING)
+		return;
+	rt_tls_internal++;
+	close(rt.uffd);
+	close(rt.far_uffd);
+	threads_forget_all();
+	uint64_t resident = atomic_load(&rt.stats.resident_pages);
+	memset(&rt.stats, 0, sizeof(rt.stats)); /* the child's own counts start now */
+	atomic_store(&rt.stats.resident_pages, resident);
+	atomic_store(&rt.stats.resident_peak_pages, resident);
+	trace_close_inherited();
+	maps_close();
+	rt_start_process();
+	rt_lock();
+	evict_make_room(0);
+	rt_unlock();
+	rt_tls_internal--;
+}
+
+/* ---- exit ---- */
+
+void rt_exit_flush(void)
+{
+	static _Atomic int done;
+	if (rt.pid != getpid() || atomic_exchange(&done, 1))
+		return; /* a vfork child shares our memory: the parent's files are not its to close */
+	rt_tls_internal++;
+	maps_snapshot();
+	stats_stop();
+	trace_close();
+	rt_tls_internal--;
+}
+
+__attribute__((destructor)) static void rt_fini(void)
+{
+	if (atomic_load(&rt.phase) == RT_ON)
+		rt_exit_flush();
+}

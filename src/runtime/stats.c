@@ -1,0 +1,148 @@
+/* The stats file fltrace-data-stats-<pid>.out: one line a second (and one at exit) of
+ * `<unix time>,name:value,...`, so a user can read the peak memory and pick -L for the next run. */
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fltrace/fmt.h"
+#include "rt.h"
+
+static struct {
+	int fd;
+	pthread_t thread;
+	_Atomic int stop;
+	bool started;
+	_Atomic int lock;
+} st = { .fd = -1 };
+
+/* VmHWM / VmRSS from /proc/self/status, in bytes. */
+static void stats_read_status(uint64_t *hwm, uint64_t *rss)
+{
+	char buf[4096];
+	*hwm = *rss = 0;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	const char *keys[2] = { "VmHWM:", "VmRSS:" };
+	uint64_t *out[2] = { hwm, rss };
+	for (int k = 0; k < 2; k++) {
+		const char *p = strstr(buf, keys[k]);
+		if (!p)
+			continue;
+		p += strlen(keys[k]);
+		while (*p == ' ' || *p == '\t')
+			p++;
+		uint64_t v = 0;
+		while (*p >= '0' && *p <= '9')
+			v = v * 10 + (uint64_t)(*p++ - '0');
+		*out[k] = v * 1024;
+	}
+}
+
+static void kv(struct fmt *f, const char *name, uint64_t v)
+{
+	fmt_char(f, ',');
+	fmt_str(f, name);
+	fmt_char(f, ':');
+	fmt_u64(f, v);
+}
+
+void stats_write_line(void)
+{
+	if (st.fd < 0)
+		return;
+	struct rt_stats *s = &rt.stats;
+	char buf[2048];
+	struct fmt f;
+	uint64_t hwm, rss, ps = rt.page_size;
+	stats_read_status(&hwm, &rss);
+	uint64_t resident = atomic_load(&s->resident_pages) * ps;
+	fmt_init(&f, buf, sizeof(buf));
+	fmt_u64(&f, rt_now_ns() / 1000000000ull);
+	kv(&f, "faults", atomic_load(&s->faults));
+	kv(&f, "faults_r", atomic_load(&s->faults_r));
+	kv(&f, "faults_w", atomic_load(&s->faults_w));
+	kv(&f, "faults_wp", atomic_load(&s->faults_wp));
+	kv(&f, "faults_zp", atomic_load(&s->faults_zero));
+	kv(&f, "faults_refetch", atomic_load(&s->faults_refetch));
+	kv(&f, "faults_syscall", atomic_load(&s->faults_syscall));
+	kv(&f, "faults_nostack", atomic_load(&s->faults_nostack));
+	kv(&f, "faults_dup", atomic_load(&s->faults_dup));
+	kv(&f, "faults_sampled_out", atomic_load(&s->faults_sampled_out));
+	kv(&f, "stacks_cut", atomic_load(&s->stacks_cut));
+	kv(&f, "evict_ops", atomic_load(&s->evict_ops));
+	kv(&f, "evict_pages_done", atomic_load(&s->evict_pages));
+	kv(&f, "evict_fallback", atomic_load(&s->evict_fallback));
+	kv(&f, "evict_failed", atomic_load(&s->evict_failed));
+	kv(&f, "memory_used", resident);
+	kv(&f, "resident_bytes", resident);
+	kv(&f, "resident_peak_bytes", atomic_load(&s->resident_peak_pages) * ps);
+	kv(&f, "far_bytes", farmem_used() * ps);
+	kv(&f, "far_peak_bytes", atomic_load(&s->far_peak_pages) * ps);
+	kv(&f, "tracked_bytes", region_tracked_bytes());
+	kv(&f, "untracked_rss_bytes", rss > resident ? rss - resident : 0);
+	kv(&f, "untracked_map_bytes", atomic_load(&s->untracked_map_bytes));
+	kv(&f, "untracked_maps", atomic_load(&s->untracked_maps));
+	kv(&f, "trace_bytes", trace_bytes());
+	kv(&f, "vm_hwm", hwm);
+	kv(&f, "vm_rss", rss);
+	kv(&f, "localmem", rt.cfg.localmem);
+	kv(&f, "maxmem", rt.cfg.maxmem);
+	kv(&f, "exec_gen", rt.exec_gen);
+	fmt_char(&f, '\n');
+	while (atomic_exchange(&st.lock, 1))
+		;
+	rt_write_all(st.fd, buf, fmt_len(&f));
+	atomic_store(&st.lock, 0);
+}
+
+static void *stats_main(void *arg)
+{
+	rt_tls_internal = 1;
+	while (!atomic_load(&st.stop)) {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
+		for (int i = 0; i < 10 && !atomic_load(&st.stop); i++)
+			nanosleep(&ts, NULL);
+		if (atomic_load(&st.stop))
+			break;
+		stats_write_line();
+		maps_snapshot();
+		trace_release_written();
+	}
+	return NULL;
+}
+
+int stats_start(void)
+{
+	char path[PATH_MAX + 64];
+	struct fmt f;
+	fmt_init(&f, path, sizeof(path));
+	fmt_str(&f, rt.cfg.outdir);
+	fmt_str(&f, "/fltrace-data-stats-");
+	fmt_u64(&f, (uint64_t)rt.pid);
+	fmt_str(&f, ".out");
+	if (st.fd >= 0)
+		close(st.fd); /* a fork child's inherited copy of the parent's file */
+	st.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (st.fd < 0)
+		return -1;
+	atomic_store(&st.stop, 0);
+	if (pthread_create(&st.thread, NULL, stats_main, NULL) != 0)
+		return -1;
+	st.started = true;
+	return 0;
+}
+
+void stats_stop(void)
+{
+	atomic_store(&st.stop, 1);
+	/* Not joined: at exit the thread may be blocked; one last line comes from the caller. */
+	stats_write_line();
+}

@@ -1,0 +1,67 @@
+/* Program threads as the fault path sees them: one request slot per thread id, in an open-addressing
+ * table of our own memory, so a signal handler can find its slot without locks or allocation. */
+#include <errno.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+#define THREADS_MAX 32768 /* power of two */
+
+static struct rt_thread *table;
+
+int threads_init(void)
+{
+	if (!table)
+		table = rt_map(THREADS_MAX * sizeof(struct rt_thread));
+	return table ? 0 : -ENOMEM;
+}
+
+static unsigned threads_hash(int tid)
+{
+	return ((unsigned)tid * 2654435761u) & (THREADS_MAX - 1);
+}
+
+struct rt_thread *threads_find(int tid)
+{
+	for (unsigned i = threads_hash(tid), n = 0; n < THREADS_MAX; i = (i + 1) & (THREADS_MAX - 1), n++) {
+		int key = atomic_load_explicit(&table[i].tid, memory_order_acquire);
+		if (key == tid)
+			return &table[i];
+		if (key == 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* Slots are never freed: a thread id reused by a new thread takes over its slot (idle by then). */
+struct rt_thread *threads_get(int tid)
+{
+	for (unsigned i = threads_hash(tid), n = 0; n < THREADS_MAX; i = (i + 1) & (THREADS_MAX - 1), n++) {
+		int key = atomic_load_explicit(&table[i].tid, memory_order_acquire);
+		if (key == tid)
+			return &table[i];
+		if (key == 0) {
+			int expected = 0;
+			table[i].procfd = -1;
+			if (atomic_compare_exchange_strong(&table[i].tid, &expected, tid))
+				return &table[i];
+			if (expected == tid)
+				return &table[i];
+		}
+	}
+	return NULL;
+}
+
+void threads_forget_all(void)
+{
+	for (unsigned i = 0; i < THREADS_MAX; i++) {
+		if (atomic_load(&table[i].tid) == 0)
+			continue;
+		if (table[i].procfd >= 0)
+			close(table[i].procfd);
+		table[i].procfd = -1;
+		atomic_store(&table[i].state, REQ_IDLE);
+		atomic_store(&table[i].busy, 0);
+		atomic_store(&table[i].tid, 0);
+	}
+}

@@ -1,0 +1,288 @@
+/* The trace writer: records go straight into a shared mapping of the trace file, so nothing waits
+ * on the disk and whatever was recorded survives _exit, exec, fatal signals and SIGKILL. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fltrace/fmt.h"
+#include "rt.h"
+
+#define TRACE_WINDOW (64ull << 30) /* virtual window; the file grows inside it */
+#define TRACE_GROW (16ull << 20)
+#define STACK_TABLE_SIZE (1u << 20) /* power of two */
+
+struct stack_entry {
+	uint64_t hash;
+	uint64_t off; /* of the FT_REC_STACK record in the file, 0 = free */
+	uint32_t id;
+};
+
+static struct {
+	int fd;
+	char *base;
+	_Atomic uint64_t tail;      /* next free byte */
+	_Atomic uint64_t file_size;
+	_Atomic int grow_lock, stack_lock;
+	struct stack_entry *stacks;
+	uint32_t nstacks;
+	uint64_t released;          /* bytes already dropped from our RSS */
+	bool full;
+} tr = { .fd = -1 };
+
+static void spin_lock(_Atomic int *l)
+{
+	for (unsigned n = 0; atomic_exchange_explicit(l, 1, memory_order_acquire); n++)
+		if (n > 100)
+			syscall(SYS_sched_yield);
+}
+
+static void spin_unlock(_Atomic int *l)
+{
+	atomic_store_explicit(l, 0, memory_order_release);
+}
+
+static void trace_name(struct fmt *f, unsigned gen)
+{
+	fmt_str(f, rt.cfg.outdir);
+	fmt_str(f, "/fltrace-data-trace-");
+	fmt_u64(f, (uint64_t)rt.pid);
+	fmt_char(f, '-');
+	fmt_u64(f, gen);
+	fmt_str(f, ".bin");
+}
+
+static int trace_create_file(void)
+{
+	char path[PATH_MAX + 64];
+	struct fmt f;
+	/* exec keeps the pid: each new program image of the process takes the next generation. */
+	for (unsigned gen = 0; gen < 1000; gen++) {
+		fmt_init(&f, path, sizeof(path));
+		trace_name(&f, gen);
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			rt.exec_gen = gen;
+			return fd;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+static int trace_cmdline(char *buf, size_t cap, unsigned *nargs)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	if (buf[n - 1] != '\0')
+		buf[n++] = '\0';
+	*nargs = 0;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			(*nargs)++;
+	return (int)n;
+}
+
+static void trace_write_header(void)
+{
+	struct ft_file_header *h = (struct ft_file_header *)tr.base;
+	char *tail = tr.base + sizeof(*h);
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	size_t exelen = strlen(exe) + 1;
+	memcpy(tail, exe, exelen);
+	unsigned nargs = 0;
+	int argbytes = trace_cmdline(tail + exelen, 60000, &nargs);
+	memcpy(h->magic, FT_MAGIC, 8);
+	h->version = FT_VERSION;
+	h->header_size = ft_rec_size((uint32_t)(sizeof(*h) + exelen + (size_t)argbytes));
+	h->page_size = rt.page_size;
+	h->pid = (uint32_t)rt.pid;
+	h->ppid = (uint32_t)getppid();
+	h->exec_gen = rt.exec_gen;
+	h->nr_args = nargs;
+	h->start_realtime_ns = rt.start_realtime_ns;
+	h->localmem_bytes = rt.cfg.localmem;
+	h->maxmem_bytes = rt.cfg.maxmem;
+	h->handler_threads = rt.cfg.handlers;
+	h->samplerate = rt.cfg.samplerate;
+	h->policy = (uint32_t)rt.cfg.policy;
+	h->stack_depth = rt.cfg.stack_depth;
+	atomic_store(&tr.tail, h->header_size);
+}
+
+int trace_open(void)
+{
+	tr.fd = trace_create_file();
+	if (tr.fd < 0)
+		return tr.fd;
+	if (ftruncate(tr.fd, (off_t)TRACE_GROW) < 0)
+		return -errno;
+	atomic_store(&tr.file_size, TRACE_GROW);
+	tr.base = (char *)syscall(SYS_mmap, NULL, TRACE_WINDOW, PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_NORESERVE, tr.fd, 0);
+	if (tr.base == MAP_FAILED)
+		return -ENOMEM;
+	tr.stacks = rt_map(STACK_TABLE_SIZE * sizeof(struct stack_entry));
+	if (!tr.stacks)
+		return -ENOMEM;
+	trace_write_header();
+	return 0;
+}
+
+/* Grows the file ahead of the writers; only the writer that crosses the end pays for it. */
+static bool trace_ensure(uint64_t end)
+{
+	if (end <= atomic_load_explicit(&tr.file_size, memory_order_acquire))
+		return true;
+	spin_lock(&tr.grow_lock);
+	uint64_t size = atomic_load(&tr.file_size);
+	while (end > size && size + TRACE_GROW <= TRACE_WINDOW) {
+		if (ftruncate(tr.fd, (off_t)(size + TRACE_GROW)) < 0)
+			break;
+		size += TRACE_GROW;
+	}
+	atomic_store_explicit(&tr.file_size, size, memory_order_release);
+	spin_unlock(&tr.grow_lock);
+	return end <= size;
+}
+
+void *trace_reserve(uint32_t size)
+{
+	if (tr.fd < 0 || tr.full)
+		return NULL;
+	uint64_t off = atomic_fetch_add(&tr.tail, size);
+	if (!trace_ensure(off + size)) {
+		tr.full = true;
+		return NULL;
+	}
+	return tr.base + off;
+}
+
+/* The header is stored last, with release order: a reader never sees a half-written record. */
+void trace_commit(void *rec, uint16_t type, uint32_t size)
+{
+	struct ft_rec_hdr h = { .type = type, .flags = 0, .size = size };
+	uint64_t word;
+	memcpy(&word, &h, sizeof(word));
+	atomic_store_explicit((_Atomic uint64_t *)rec, word, memory_order_release);
+}
+
+static uint64_t stack_hash(const uint64_t *ips, unsigned depth)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ depth;
+	for (unsigned i = 0; i < depth; i++) {
+		h ^= ips[i];
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+static bool stack_equal(uint64_t off, const uint64_t *ips, unsigned depth)
+{
+	const struct ft_stack *s = (const struct ft_stack *)(tr.base + off);
+	return s->depth == depth && memcmp(s->ips, ips, depth * sizeof(uint64_t)) == 0;
+}
+
+/* Interns a stack: each distinct stack is written once and faults refer to it by id. */
+uint32_t trace_stack_id(const uint64_t *ips, unsigned depth)
+{
+	uint64_t h = stack_hash(ips, depth);
+	uint32_t id = FT_NO_STACK;
+	spin_lock(&tr.stack_lock);
+	for (unsigned i = (unsigned)h & (STACK_TABLE_SIZE - 1), n = 0; n < STACK_TABLE_SIZE / 2;
+	     i = (i + 1) & (STACK_TABLE_SIZE - 1), n++) {
+		struct stack_entry *e = &tr.stacks[i];
+		if (e->off && e->hash == h && stack_equal(e->off, ips, depth)) {
+			id = e->id;
+			break;
+		}
+		if (e->off)
+			continue;
+		uint32_t size = ft_rec_size((uint32_t)(sizeof(struct ft_stack) + depth * sizeof(uint64_t)));
+		struct ft_stack *s = trace_reserve(size);
+		if (!s)
+			break;
+		s->id = tr.nstacks++;
+		s->depth = depth;
+		memcpy(s->ips, ips, depth * sizeof(uint64_t));
+		trace_commit(s, FT_REC_STACK, size);
+		e->hash = h;
+		e->off = (uint64_t)((char *)s - tr.base);
+		e->id = s->id;
+		id = s->id;
+		break;
+	}
+	spin_unlock(&tr.stack_lock);
+	return id;
+}
+
+void trace_write_fault(const struct ft_fault *f)
+{
+	uint32_t size = ft_rec_size(sizeof(*f));
+	struct ft_fault *rec = trace_reserve(size);
+	if (!rec)
+		return;
+	memcpy((char *)rec + sizeof(rec->hdr), (const char *)f + sizeof(f->hdr), sizeof(*f) - sizeof(f->hdr));
+	trace_commit(rec, FT_REC_FAULT, size);
+}
+
+/* Written pages stay in the page cache; unmapping them keeps the trace out of the program's RSS. */
+void trace_release_written(void)
+{
+	if (tr.fd < 0)
+		return;
+	uint64_t upto = atomic_load(&tr.tail);
+	upto = upto > (1u << 20) ? (upto - (1u << 20)) & ~((uint64_t)rt.page_size - 1) : 0;
+	if (upto > tr.released + (4u << 20)) {
+		syscall(SYS_madvise, tr.base + tr.released, upto - tr.released, MADV_DONTNEED);
+		tr.released = upto;
+	}
+}
+
+uint64_t trace_bytes(void)
+{
+	return atomic_load(&tr.tail);
+}
+
+void trace_close(void)
+{
+	if (tr.fd < 0)
+		return;
+	/* Pushing the tail past the window makes every later reservation fail, so no writer can
+	 * store beyond the truncated end. */
+	uint64_t end = atomic_fetch_add(&tr.tail, TRACE_WINDOW);
+	if (end > atomic_load(&tr.file_size))
+		end = atomic_load(&tr.file_size);
+	if (ftruncate(tr.fd, (off_t)end) < 0)
+		rt_log("trace: cannot truncate the trace file; readers stop at its zero tail");
+}
+
+void trace_close_inherited(void)
+{
+	if (tr.fd < 0)
+		return;
+	syscall(SYS_munmap, tr.base, TRACE_WINDOW);
+	close(tr.fd);
+	rt_unmap(tr.stacks, STACK_TABLE_SIZE * sizeof(struct stack_entry));
+	tr.fd = -1;
+	tr.base = NULL;
+	tr.stacks = NULL;
+	tr.nstacks = 0;
+	tr.released = 0;
+	tr.full = false;
+	atomic_store(&tr.tail, 0);
+	atomic_store(&tr.grow_lock, 0);
+	atomic_store(&tr.stack_lock, 0);
+}

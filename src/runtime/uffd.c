@@ -1,0 +1,118 @@
+/* userfaultfd: opening it with the features the runtime relies on, and every UFFDIO_* ioctl.
+ * No other module issues these ioctls; errors come back as -errno. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+/* Debian 12's kernel headers predate UFFDIO_MOVE (Linux 6.8); its ABI is fixed, so spell it here. */
+#ifndef UFFDIO_MOVE
+#define _UFFDIO_MOVE (0x05)
+struct uffdio_move {
+	__u64 dst, src, len, mode;
+	__s64 move;
+};
+#define UFFDIO_MOVE _IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
+#endif
+#ifndef UFFD_FEATURE_MOVE
+#define UFFD_FEATURE_MOVE (1 << 16)
+#endif
+
+static int uffd_open_raw(int flags)
+{
+	int fd = (int)syscall(SYS_userfaultfd, flags);
+	if (fd >= 0 || (errno != EPERM && errno != EACCES))
+		return fd >= 0 ? fd : -errno;
+	/* No CAP_SYS_PTRACE and vm.unprivileged_userfaultfd=0: /dev/userfaultfd may still be open to us. */
+	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		return -EPERM;
+	fd = ioctl(dev, USERFAULTFD_IOC_NEW, flags);
+	int err = errno;
+	close(dev);
+	return fd >= 0 ? fd : -err;
+}
+
+/* THREAD_ID names the faulting thread; with `sigbus`, a fault raises SIGBUS instead of waiting
+ * (used for the far store, where a fault can only be a bug of ours: fail loudly, never hang). */
+int uffd_open(bool sigbus, uint64_t *features_out)
+{
+	int fd = uffd_open_raw(O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return fd;
+	struct uffdio_api api = { .api = UFFD_API };
+	/* The far store's fd is the one UFFDIO_MOVE is issued on (its target must be registered there). */
+	api.features = sigbus ? UFFD_FEATURE_SIGBUS | UFFD_FEATURE_MOVE : UFFD_FEATURE_THREAD_ID;
+	if (ioctl(fd, UFFDIO_API, &api) < 0) {
+		int err = errno;
+		close(fd);
+		return -err;
+	}
+	if (!(api.ioctls & (1ull << _UFFDIO_REGISTER)) || (sigbus && !(api.features & UFFD_FEATURE_MOVE))) {
+		close(fd);
+		return -ENOTSUP;
+	}
+	if (features_out)
+		*features_out = api.features;
+	return fd;
+}
+
+int uffd_register(int fd, uintptr_t start, size_t len)
+{
+	struct uffdio_register reg = {
+		.range = { .start = start, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	return ioctl(fd, UFFDIO_REGISTER, &reg) < 0 ? -errno : 0;
+}
+
+int uffd_unregister(int fd, uintptr_t start, size_t len)
+{
+	struct uffdio_range r = { .start = start, .len = len };
+	return ioctl(fd, UFFDIO_UNREGISTER, &r) < 0 ? -errno : 0;
+}
+
+int uffd_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake)
+{
+	struct uffdio_copy c = {
+		.dst = dst,
+		.src = (uintptr_t)src,
+		.len = len,
+		.mode = wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE,
+	};
+	for (;;) {
+		if (ioctl(fd, UFFDIO_COPY, &c) == 0)
+			return 0;
+		/* EAGAIN: the address space changed under us (mremap, munmap): retry what is left. */
+		if (errno == EAGAIN && c.copy > 0 && (size_t)c.copy < c.len) {
+			c.dst += (uint64_t)c.copy;
+			c.src += (uint64_t)c.copy;
+			c.len -= (uint64_t)c.copy;
+			c.copy = 0;
+			continue;
+		}
+		if (errno == EAGAIN)
+			continue;
+		return -errno;
+	}
+}
+
+int uffd_wake(int fd, uintptr_t start, size_t len)
+{
+	struct uffdio_range r = { .start = start, .len = len };
+	return ioctl(fd, UFFDIO_WAKE, &r) < 0 ? -errno : 0;
+}
+
+long uffd_move(int fd, uintptr_t dst, uintptr_t src, size_t len)
+{
+	struct uffdio_move m = { .dst = dst, .src = src, .len = len, .mode = 0 };
+	if (ioctl(fd, UFFDIO_MOVE, &m) == 0)
+		return (long)m.move;
+	if (m.move > 0)
+		return (long)m.move; /* partial: the caller deals with the rest page by page */
+	return -errno;
+}

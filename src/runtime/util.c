@@ -1,0 +1,70 @@
+/* Small helpers of the runtime that must not allocate or touch program memory:
+ * clocks, untracked memory, logging to stderr. */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fltrace/fmt.h"
+#include "rt.h"
+
+uint64_t rt_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t rt_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The raw system call: our own mmap wrapper would track it. */
+void *rt_map(size_t len)
+{
+	void *p = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void rt_unmap(void *p, size_t len)
+{
+	if (p && len)
+		syscall(SYS_munmap, p, len);
+}
+
+int rt_gettid(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+ssize_t rt_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = write(fd, p + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+void rt_log(const char *msg)
+{
+	char buf[1024];
+	struct fmt f;
+	fmt_init(&f, buf, sizeof(buf));
+	fmt_str(&f, "fltrace: ");
+	fmt_str(&f, msg);
+	fmt_char(&f, '\n');
+	rt_write_all(STDERR_FILENO, buf, fmt_len(&f));
+}

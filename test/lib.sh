@@ -1,0 +1,50 @@
+# Helpers for end-to-end tests: source it, then call the case functions. Every case prints exactly
+# one PASS/FAIL/SKIP line; a script's cases run in order and a failing case does not stop the rest.
+set -u
+ROOT=${FLTRACE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+BUILD=$ROOT/${FLTRACE_BUILD:-build}
+FLTRACE=$BUILD/bin/fltrace
+PROGS=$BUILD/progs
+TMP=$(mktemp -d /tmp/fltrace-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; }
+skip() { echo "SKIP $1: $2"; }
+
+# expect_eq NAME WHAT EXPECTED ACTUAL
+expect_eq() {
+	if [ "$3" == "$4" ]; then pass "$1"; else fail "$1" "$2: expected '$3', got '$4'"; fi
+}
+
+# have_uffd: whether this machine lets us use full userfaultfd (root, sysctl or /dev/userfaultfd)
+have_uffd() {
+	[ "$(id -u)" = 0 ] || [ "$(cat /proc/sys/vm/unprivileged_userfaultfd 2>/dev/null)" = 1 ] ||
+		[ -r /dev/userfaultfd -a -w /dev/userfaultfd ]
+}
+
+# expect_error NAME CODE REGEX CMD...: CMD exits with CODE and writes exactly one line on stderr,
+# shaped "fltrace: <what>: <why>; <what to do>" and matching the extended regex REGEX.
+expect_error() {
+	local name=$1 code=$2 re=$3 err rc lines
+	shift 3
+	err=$("$@" 2>&1 >/dev/null)
+	rc=$?
+	lines=$(printf '%s' "$err" | grep -c '')
+	if [ "$rc" != "$code" ]; then
+		fail "$name" "exit $rc, expected $code (stderr: $err)"
+	elif [ "$lines" != 1 ]; then
+		fail "$name" "expected one line on stderr, got $lines: $err"
+	elif ! printf '%s\n' "$err" | grep -Eq '^fltrace: [^ ].*: .*; .+'; then
+		fail "$name" "not shaped 'fltrace: <what>: <why>; <what to do>': $err"
+	elif ! printf '%s\n' "$err" | grep -Eq -- "$re"; then
+		fail "$name" "message does not match /$re/: $err"
+	else
+		pass "$name"
+	fi
+}
+
+# have_preload: whether the preload library of this build exists (make builds it with `all`).
+have_preload() {
+	[ -f "$BUILD/lib/fltrace/libfltrace.so" ]
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The test runner: runs unit-test binaries (arguments) and end-to-end scripts (test/e2e/*.sh).
+# Each prints one line per case: "PASS name", "FAIL name: why" or "SKIP name: why".
+set -u
+cd "$(dirname "$0")/.."
+export FLTRACE_BUILD=${FLTRACE_BUILD:-build}
+export FLTRACE_ROOT=$PWD
+pass=0 fail=0 skip=0
+failed=()
+
+tally() { # reads case lines from stdin, echoes them, counts them
+	local line
+	while IFS= read -r line; do
+		case "$line" in
+		"PASS "*) pass=$((pass + 1)); echo "  $line" ;;
+		"FAIL "*) fail=$((fail + 1)); failed+=("${line#FAIL }"); echo "  $line" ;;
+		"SKIP "*) skip=$((skip + 1)); echo "  $line" ;;
+		*) echo "    $line" ;;
+		esac
+	done
+}
+
+run_one() { # name, command...: a binary or script that dies without saying so is a failure
+	local name=$1 out rc; shift
+	echo "== $name"
+	out=$(mktemp)
+	"$@" > "$out" 2>&1; rc=$?
+	tally < "$out"
+	if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+		fail=$((fail + 1)); failed+=("$name: exited $rc without reporting a failure")
+		echo "  FAIL $name: exited $rc"
+	fi
+	rm -f "$out"
+}
+
+for bin in "$@"; do run_one "$(basename "$bin")" "$bin"; done
+if [ -z "${FLTRACE_UNIT_ONLY:-}" ]; then
+	for t in test/e2e/*.sh; do
+		[ -n "${FLTRACE_TEST_FILTER:-}" ] && [[ "$t" != *"$FLTRACE_TEST_FILTER"* ]] && continue
+		run_one "$(basename "$t" .sh)" bash "$t"
+	done
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "failures:"; for f in "${failed[@]}"; do echo "  $f"; done
+fi
+if [ $skip -gt 0 ]; then echo "$pass passed, $fail failed, $skip skipped"
+else echo "$pass passed, $fail failed"; fi
+[ $fail -eq 0 ]
