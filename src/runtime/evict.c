@@ -1,7 +1,6 @@
 /* Eviction: keeps the resident pages of tracked memory at or under -L by moving batches of pages
  * to the far store. The resident ring orders pages by arrival (FIFO) or gives second chances (CLOCK). */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -19,10 +18,11 @@ static struct {
 	bool far_full;      /* the far store had no slot: -M is exhausted */
 } ev;
 
-int evict_init(uint64_t cap_pages)
+int evict_init(uint64_t cap_pages, uint64_t max_pages)
 {
 	ev.cap_pages = cap_pages;
-	ev.cap = 2 * cap_pages + 4096;
+	/* Room for every page -M allows (a fork child holds them all for a moment), stale ones too. */
+	ev.cap = 2 * max_pages + 4096;
 	ev.ring = rt_map(ev.cap * sizeof(uintptr_t));
 	ev.batch = (unsigned)(cap_pages / 8);
 	if (ev.batch > EVICT_BATCH_MAX)
@@ -97,12 +97,6 @@ static uintptr_t ring_pop_victim(void)
 		return page;
 	}
 	return 0;
-}
-
-static int cmp_uptr(const void *a, const void *b)
-{
-	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-	return x < y ? -1 : x > y;
 }
 
 static bool page_is_present(uintptr_t page)
@@ -186,7 +180,7 @@ static void evict_run_pagewise(const uintptr_t *pages, unsigned n, unsigned *don
 static unsigned evict_victims(uintptr_t *v, unsigned n)
 {
 	unsigned done = 0, i = 0;
-	qsort(v, n, sizeof(*v), cmp_uptr);
+	rt_sort_u64((uint64_t *)v, n);
 	while (i < n) {
 		unsigned j = i + 1;
 		bool writable = *region_page(v[i]) & PG_WRITABLE;

@@ -1,7 +1,6 @@
 /* The far-memory store: one reserved, initially empty mapping that receives evicted pages.
  * It grows only as pages are evicted; freed slots are emptied in batches (one madvise per run). */
 #include <errno.h>
-#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -45,18 +44,12 @@ void *farmem_addr(uint32_t slot)
 	return far.base + ((uint64_t)slot << rt.page_shift);
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Empties the pending slots, one madvise per contiguous run. */
 static void farmem_flush_pending(void)
 {
 	if (!far.npending)
 		return;
-	qsort(far.pending, far.npending, sizeof(uint32_t), cmp_u32);
+	rt_sort_u32(far.pending, far.npending);
 	unsigned i = 0;
 	while (i < far.npending) {
 		unsigned j = i + 1;

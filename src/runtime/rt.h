@@ -90,7 +90,7 @@ uint64_t farmem_used(void);
 int farmem_register(int fd);
 
 /* ---- eviction (evict.c): keeps resident tracked pages under the cap ---- */
-int evict_init(uint64_t cap_pages);
+int evict_init(uint64_t cap_pages, uint64_t max_pages);
 void evict_note_present(uintptr_t page, uint32_t *pg); /* a page became resident */
 /* Makes room for `need` more resident pages; -ENOSPC when -M is exhausted. */
 int evict_make_room(unsigned need);
@@ -192,5 +192,7 @@ void rt_unmap(void *p, size_t len);
 void rt_log(const char *msg);           /* one line to stderr, prefixed "fltrace: " */
 int rt_gettid(void);
 ssize_t rt_write_all(int fd, const void *buf, size_t len);
+void rt_sort_u64(uint64_t *v, size_t n);
+void rt_sort_u32(uint32_t *v, size_t n);
 
 #endif

@@ -174,7 +174,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	config_parse(&rt.cfg);
 	uint64_t ps = rt.page_size;
 	if (farmem_init((rt.cfg.maxmem - rt.cfg.localmem + ps - 1) / ps) < 0 ||
-	    evict_init(rt.cfg.localmem / ps) < 0 || threads_init() < 0)
+	    evict_init(rt.cfg.localmem / ps, rt.cfg.maxmem / ps) < 0 || threads_init() < 0)
 		rt_die("runtime", "cannot reserve its bookkeeping memory", "lower -M");
 	handler_signal_init();
 	rt_start_process();

@@ -1,0 +1,232 @@
+/* Test workload: one mode per memory operation that tracing must not disturb. Each mode works on
+ * more memory than the -L the tests give it and prints what it read: the output must not change. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MB (1u << 20)
+
+static uint64_t checksum(const void *p, size_t n)
+{
+	const uint64_t *w = p;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n / 8; i++)
+		h = (h ^ w[i]) * 1099511628211ull;
+	return h;
+}
+
+static void fill(void *p, size_t n, uint64_t seed)
+{
+	uint64_t *w = p;
+	for (size_t i = 0; i < n / 8; i++)
+		w[i] = (i + seed) * 0x9e3779b97f4a7c15ull;
+}
+
+static char *heap(size_t n, uint64_t seed)
+{
+	char *p = malloc(n);
+	if (!p) {
+		perror("malloc");
+		exit(3);
+	}
+	fill(p, n, seed);
+	return p;
+}
+
+/* fork without exec: the child reads the parent's heap, pages evicted before the fork included. */
+static int mode_fork(void)
+{
+	size_t n = 48 * MB;
+	char *a = heap(n, 1), *b = heap(n, 2);
+	printf("parent before: %016llx %016llx\n", (unsigned long long)checksum(a, n), (unsigned long long)checksum(b, n));
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		printf("child: %016llx %016llx\n", (unsigned long long)checksum(a, n), (unsigned long long)checksum(b, n));
+		fill(a, n, 3); /* the child's writes stay the child's */
+		printf("child after write: %016llx\n", (unsigned long long)checksum(a, n));
+		fflush(stdout);
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	printf("parent after: %016llx %016llx child exit %d\n", (unsigned long long)checksum(a, n),
+	       (unsigned long long)checksum(b, n), WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	return 0;
+}
+
+/* System calls that read or write evicted buffers must neither fail nor come back short. */
+static int mode_syscalls(void)
+{
+	size_t n = 32 * MB;
+	char *src = heap(n, 7), *dst = malloc(n), *junk = heap(n, 8);
+	char path[] = "/tmp/fltrace-memops-XXXXXX";
+	int fd = mkstemp(path);
+	unlink(path);
+	checksum(junk, n); /* evicts src */
+	ssize_t w = write(fd, src, n);
+	checksum(junk, n);
+	ssize_t r = pread(fd, dst, n, 0);
+	printf("write %zd pread %zd equal %d\n", w, r, memcmp(src, dst, n) == 0);
+	int sv[2];
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	checksum(junk, n);
+	size_t chunk = 64 * 1024, got = 0;
+	for (size_t off = 0; off < 4 * MB; off += chunk) {
+		if (send(sv[0], src + off, chunk, 0) != (ssize_t)chunk)
+			printf("short send\n");
+		size_t have = 0;
+		while (have < chunk) {
+			ssize_t k = recv(sv[1], dst + off + have, chunk - have, 0);
+			if (k <= 0) {
+				printf("recv failed: %s\n", strerror(errno));
+				return 1;
+			}
+			have += (size_t)k;
+		}
+		got += have;
+	}
+	printf("socket %zu bytes equal %d\n", got, memcmp(src, dst, 4 * MB) == 0);
+	int zfd = open("/dev/zero", O_RDONLY);
+	checksum(junk, n);
+	r = read(zfd, src, n);
+	printf("read /dev/zero %zd sum %016llx\n", r, (unsigned long long)checksum(src, n));
+	return 0;
+}
+
+/* mremap grow in place / move / shrink, and munmap of parts: contents must follow. */
+static int mode_remap(void)
+{
+	size_t n = 24 * MB;
+	char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fill(p, n, 11);
+	char *junk = heap(32 * MB, 12);
+	checksum(junk, 32 * MB);
+	p = mremap(p, n, 2 * n, MREMAP_MAYMOVE);
+	printf("grown: %016llx tail %016llx\n", (unsigned long long)checksum(p, n), (unsigned long long)checksum(p + n, n));
+	fill(p + n, n, 13);
+	checksum(junk, 32 * MB);
+	p = mremap(p, 2 * n, n / 2, 0);
+	printf("shrunk: %016llx\n", (unsigned long long)checksum(p, n / 2));
+	char *fixed = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = mremap(p, n / 2, n / 2, MREMAP_MAYMOVE | MREMAP_FIXED, fixed);
+	checksum(junk, 32 * MB);
+	printf("moved: %016llx\n", (unsigned long long)checksum(p, n / 2));
+	munmap(p + MB, MB); /* a hole in the middle */
+	printf("holed: %016llx %016llx\n", (unsigned long long)checksum(p, MB), (unsigned long long)checksum(p + 2 * MB, n / 2 - 2 * MB));
+	return 0;
+}
+
+/* MADV_DONTNEED / MADV_FREE: the data goes and reads back as zeros, evicted pages included. */
+static int mode_madvise(void)
+{
+	size_t n = 32 * MB;
+	char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fill(p, n, 21);
+	madvise(p, MB, MADV_DONTNEED); /* resident pages */
+	char *junk = heap(32 * MB, 22);
+	checksum(junk, 32 * MB);
+	madvise(p + 4 * MB, 4 * MB, MADV_DONTNEED); /* evicted pages */
+	madvise(p + 8 * MB, 4 * MB, MADV_FREE);
+	/* After MADV_FREE a page holds either its old data or zeros: the kernel may do either. */
+	char *orig = heap(4 * MB, 21 + 0);
+	fill(orig, 4 * MB, 21 + 8 * MB / 8);
+	size_t bad = 0;
+	for (size_t pg = 0; pg < 4 * MB; pg += 4096) {
+		char zero[4096] = { 0 };
+		bad += memcmp(p + 8 * MB + pg, zero, 4096) != 0 && memcmp(p + 8 * MB + pg, orig + pg, 4096) != 0;
+	}
+	memset(p + 8 * MB, 0, 4 * MB);
+	size_t zeros = 0;
+	for (size_t i = 0; i < n; i++)
+		zeros += p[i] == 0;
+	printf("zero bytes %zu sum %016llx free-pages-wrong %zu\n", zeros, (unsigned long long)checksum(p, n), bad);
+	return 0;
+}
+
+static volatile sig_atomic_t got_usr1;
+static void on_usr1(int sig)
+{
+	(void)sig;
+	got_usr1++;
+}
+
+/* A program with signal handlers of its own that blocks every signal while it touches memory. */
+static int mode_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	sigfillset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigset_t all, old;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	size_t n = 32 * MB;
+	char *p = heap(n, 31), *q = heap(n, 32);
+	uint64_t a = checksum(p, n), b = checksum(q, n);
+	raise(SIGUSR1);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	printf("blocked: %016llx %016llx usr1 %d\n", (unsigned long long)a, (unsigned long long)b, (int)got_usr1);
+	return 0;
+}
+
+static void *exit_thread(void *arg)
+{
+	char *p = heap(8 * MB, 41);
+	printf("thread exits: %016llx\n", (unsigned long long)checksum(p, 8 * MB));
+	fflush(stdout);
+	exit(*(int *)arg);
+}
+
+/* Ways to end: the trace must stay readable for each. */
+static int mode_exit(const char *how)
+{
+	char *p = heap(16 * MB, 51);
+	printf("sum %016llx\n", (unsigned long long)checksum(p, 16 * MB));
+	fflush(stdout);
+	if (!strcmp(how, "_exit"))
+		_exit(3);
+	if (!strcmp(how, "abort"))
+		abort();
+	if (!strcmp(how, "segv"))
+		*(volatile int *)16 = 1;
+	if (!strcmp(how, "kill"))
+		kill(getpid(), SIGKILL);
+	if (!strcmp(how, "thread")) {
+		pthread_t t;
+		static int code = 4;
+		pthread_create(&t, NULL, exit_thread, &code);
+		pause();
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: memops fork|syscalls|remap|madvise|signals|exit HOW\n");
+		return 2;
+	}
+	if (!strcmp(argv[1], "fork"))
+		return mode_fork();
+	if (!strcmp(argv[1], "syscalls"))
+		return mode_syscalls();
+	if (!strcmp(argv[1], "remap"))
+		return mode_remap();
+	if (!strcmp(argv[1], "madvise"))
+		return mode_madvise();
+	if (!strcmp(argv[1], "signals"))
+		return mode_signals();
+	if (!strcmp(argv[1], "exit") && argc > 2)
+		return mode_exit(argv[2]);
+	return 2;
+}
