@@ -155,14 +155,16 @@ static void rt_start_process(void)
 	int err = trace_open();
 	if (err < 0)
 		rt_die("trace", strerror(-err), "check that the output directory is writable and has space");
+	/* Threads first: creating one allocates (its TLS vector) from the heap, which must not be
+	 * registered before someone is there to serve its faults. */
+	if (handler_start() < 0 || stats_start() < 0)
+		rt_die("runtime", "cannot start the handler threads", "check the process and thread limits (ulimit -u)");
 	rt_lock();
 	atomic_store(&rt.phase, RT_ON);
 	err = region_register_all(rt.uffd);
 	rt_unlock();
 	if (err < 0)
 		rt_die("userfaultfd", "cannot register the program's memory", "report this as a bug");
-	if (handler_start() < 0 || stats_start() < 0)
-		rt_die("runtime", "cannot start the handler threads", "check the process and thread limits (ulimit -u)");
 	maps_snapshot();
 }
 

@@ -1,6 +1,5 @@
 /* Test workload: one mode per memory operation that tracing must not disturb. Each mode works on
  * more memory than the -L the tests give it and prints what it read: the output must not change. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,0 +1,37 @@
+/* Index page writer: one HTML file per process with the run summary (command, options, counts
+ * by kind, peak memory, last stats line) that embeds the pictures, so one file opens everything. */
+#ifndef FLTRACE_SVG_INDEX_H
+#define FLTRACE_SVG_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "svg_common.h"
+
+#define SVG_INDEX_MAX_IMAGES 8
+#define SVG_INDEX_MAX_OPTIONS 16
+
+struct svg_index_info {
+	uint32_t pid;
+	const char *exe;
+	const char *const *argv;
+	size_t argc;
+	struct { const char *name, *value; } options[SVG_INDEX_MAX_OPTIONS]; /* as recorded */
+	size_t noptions;
+	uint64_t faults;                /* fault records shown */
+	uint64_t by_kind[SVG_KIND_NR];
+	uint64_t nostack;               /* faults without a stack */
+	bool has_peak;
+	uint64_t peak_bytes;            /* vm_hwm from the stats file */
+	const char *stats_line;         /* last line of the stats file, or NULL */
+	const char *warning;            /* e.g. a trace that ended badly, or NULL */
+	struct { const char *caption, *file; } images[SVG_INDEX_MAX_IMAGES]; /* relative paths */
+	size_t nimages;
+};
+
+/* 0 or -EIO. Deterministic: no dates, no absolute paths beyond what info holds. */
+int svg_index_write(FILE *out, const struct svg_index_info *info);
+
+#endif

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# End-to-end tests of fltrace's help and version output, and of the check that stdout was
+# really written (a full disk is an error, not a silently cut output).
+. "$(dirname "$0")/../lib.sh"
+
+out=$("$FLTRACE" --version); rc=$?
+expect_eq version "output and status" "fltrace $(sed -n 's/^#define FLTRACE_VERSION_STRING "\(.*\)"/\1/p' "$ROOT/inc/fltrace/config.h") 0" "$out $rc"
+
+top=$("$FLTRACE" help); rc=$?
+missing=""
+for w in record report visualize help --version "fltrace record -L 140 -M 1000"; do
+	grep -qF -- "$w" <<<"$top" || missing="$missing '$w'"
+done
+if [ $rc -ne 0 ] || [ -n "$missing" ]; then fail help_lists_commands "exit $rc, missing:$missing"
+else pass help_lists_commands; fi
+expect_eq help_same_as_dash_dash_help "output" "$top" "$("$FLTRACE" --help)"
+
+rec=$("$FLTRACE" record --help); rc=$?
+missing=""
+for w in --localmem --maxmem --handlers --cores --samplerate --output --policy --depth --poll \
+	-L -M -C -S -o examples: "fltrace record -L 140 -M 1000 -- " "exit status"; do
+	grep -qF -- "$w" <<<"$rec" || missing="$missing '$w'"
+done
+if [ $rc -ne 0 ] || [ -n "$missing" ]; then fail record_help_lists_options "exit $rc, missing:$missing"
+else pass record_help_lists_options; fi
+expect_eq help_record_same_as_record_help "output" "$rec" "$("$FLTRACE" help record)"
+expect_eq record_short_help "output" "$rec" "$("$FLTRACE" record -h)"
+# --help wins over everything else on the line, even invalid options that follow it.
+expect_eq record_help_before_bad_option "output" "$rec" "$("$FLTRACE" record --help -L abc)"
+
+expect_error stdout_full 1 '^fltrace: stdout: write error: No space left on device; ' \
+	bash -c '"$1" help > /dev/full' _ "$FLTRACE"
+expect_error record_help_stdout_full 1 '^fltrace: stdout: write error' \
+	bash -c '"$1" record --help > /dev/full' _ "$FLTRACE"
+out=$("$FLTRACE" --version 2>&1 >&-); rc=$?
+if [ $rc -ne 0 ]; then pass stdout_closed_is_an_error
+else fail stdout_closed_is_an_error "exit 0 with stdout closed: $out"; fi

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# End-to-end tests of `fltrace record` on small programs: every spelling of the sizes, the
+# command's own arguments reaching it untouched, the environment contract of inc/fltrace/config.h,
+# exit statuses, signals, removal of an earlier recording, and the summary line.
+. "$(dirname "$0")/../lib.sh"
+
+# Spellings: the refusal "-L larger than -M" prints the parsed value, so no run is needed.
+spelling() { # NAME EXPECTED_MB ARGS...
+	local name=$1 mb=$2
+	shift 2
+	expect_error "$name" 2 "-L: local memory \($mb MB\) is larger than -M \(1.0 MB\)" \
+		"$FLTRACE" record "$@" -M 1 -- true
+}
+spelling spelling_L_space 140.0 -L 140
+spelling spelling_L_equals 140.0 -L=140
+spelling spelling_L_attached 140.0 -L140
+spelling spelling_localmem_space 140.0 --localmem 140
+spelling spelling_localmem_equals 140.0 --localmem=140
+spelling spelling_suffix_M 140.0 -L 140M
+spelling spelling_suffix_G 2048.0 -L 2G
+spelling spelling_suffix_lower_g 2048.0 -L=2g
+spelling spelling_fraction_G 1536.0 --localmem=1.5G
+spelling spelling_suffix_K 2.0 -L 2048K
+spelling spelling_last_wins 3.0 -L 2 -L 3
+expect_error spelling_M_equals 2 '-L: local memory \(2.0 MB\) is larger than -M \(1.0 MB\)' \
+	"$FLTRACE" record -L 2 -M=1 -- true
+expect_error spelling_maxmem_equals 2 '-L: local memory \(2.0 MB\) is larger than -M \(1.0 MB\)' \
+	"$FLTRACE" record -L 2 --maxmem=1 -- true
+# Options after the command belong to the command: here -M is its, so fltrace lacks one.
+expect_error options_stop_at_command 2 'record: -M/--maxmem is required' \
+	"$FLTRACE" record -L 2 true -M 1
+
+if ! have_preload; then
+	skip record_runs "preload library $BUILD/lib/fltrace/libfltrace.so not built (run make)"
+	exit 0
+fi
+OUT=$TMP/out
+mkdir -p "$OUT"
+REC=("$FLTRACE" record -L 16 -M 64 -o "$OUT")
+
+# The command's own arguments, options and "--" included, reach it untouched.
+expect_eq args_untouched "stdout" "[-L][5][--][][a b][--x=1][-o][*]" \
+	"$("${REC[@]}" -- printf '[%s]' -L 5 -- '' 'a b' --x=1 -o '*' 2>/dev/null)"
+expect_eq args_untouched_without_dashdash "stdout" "[-L][5][--]" \
+	"$("${REC[@]}" printf '[%s]' -L 5 -- 2>/dev/null)"
+expect_eq args_after_dashdash_never_parsed "stdout" "[--help][-L][0]" \
+	"$("${REC[@]}" -- printf '[%s]' --help -L 0 2>/dev/null)"
+expect_eq stdin_reaches_command "stdout" "piped" "$(echo piped | "${REC[@]}" -- cat 2>/dev/null)"
+
+# The environment contract of inc/fltrace/config.h, seen from inside the command.
+env_out=$(LD_PRELOAD=/nonexistent-keep.so FLTRACE_CORES=7 FLTRACE_STATUS_FD=9 \
+	"$FLTRACE" record -L=1G -M 2G -C 2 --cores 1,0 -S 100 --policy fifo --depth 32 --poll spin \
+	-o "$OUT" -- env 2>/dev/null)
+lib=$(readlink -f "$BUILD/lib/fltrace/libfltrace.so")
+want="FLTRACE_LOCALMEM=1073741824
+FLTRACE_MAXMEM=2147483648
+FLTRACE_OUTDIR=$(readlink -f "$OUT")
+FLTRACE_HANDLERS=2
+FLTRACE_CORES=0-1
+FLTRACE_SAMPLERATE=100
+FLTRACE_POLICY=fifo
+FLTRACE_STACK_DEPTH=32
+FLTRACE_POLL=spin
+FLTRACE_PRELOAD=$lib
+LD_PRELOAD=$lib:/nonexistent-keep.so"
+got=$(grep -E '^(FLTRACE_(LOCALMEM|MAXMEM|OUTDIR|HANDLERS|CORES|SAMPLERATE|POLICY|STACK_DEPTH|POLL|PRELOAD|STATUS_FD)|LD_PRELOAD)=' <<<"$env_out" | sort)
+expect_eq environment_contract "environment" "$(sort <<<"$want")" "$got"
+got=$(cd "$OUT" && FLTRACE_CORES=3 "$FLTRACE" record -L 16 -M 64 -- env 2>/dev/null |
+	grep -E '^(FLTRACE_(CORES|HANDLERS|SAMPLERATE|POLICY|STACK_DEPTH|POLL|OUTDIR|STATUS_FD)|LD_PRELOAD)=' | sort | tr '\n' ' ')
+expect_eq environment_defaults "environment" "FLTRACE_HANDLERS=1 FLTRACE_OUTDIR=$(readlink -f "$OUT") FLTRACE_POLICY=clock FLTRACE_POLL=block FLTRACE_SAMPLERATE=0 FLTRACE_STACK_DEPTH=64 LD_PRELOAD=$lib " "$got"
+
+# Exit statuses: the command's own, 128+N for signal N.
+"${REC[@]}" -- sh -c 'exit 7' 2>/dev/null
+expect_eq exit_status_passed "exit status" 7 $?
+"${REC[@]}" -- sh -c 'kill -SEGV $$' 2>/dev/null
+expect_eq exit_signal_segv "exit status" 139 $?
+"${REC[@]}" -- sh -c 'exit 125' 2>/dev/null
+expect_eq exit_status_125_passed "exit status" 125 $?
+# A file without "#!" runs through /bin/sh, as execvp does.
+printf 'exit 3\n' > "$TMP/noshebang"
+chmod 755 "$TMP/noshebang"
+"${REC[@]}" -- "$TMP/noshebang" 2>/dev/null
+expect_eq script_without_shebang "exit status" 3 $?
+mkdir -p "$TMP/bin"
+printf '#!/bin/sh\necho "found $1"\n' > "$TMP/bin/fltrace-test-script"
+chmod 755 "$TMP/bin/fltrace-test-script"
+expect_eq command_found_in_path "stdout" "found x" \
+	"$(PATH="$TMP/bin:$PATH" "${REC[@]}" -- fltrace-test-script x 2>/dev/null)"
+
+# Signals, as a shell treats its foreground child. Each case waits until the command runs.
+signal_case() { # NAME SIGNAL EXPECTED_STATUS SCRIPT
+	local name=$1 sig=$2 want=$3 script=$4 pid rc
+	rm -f "$TMP/started"
+	env --default-signal=INT,QUIT "${REC[@]}" -- sh -c "$script" 2>"$TMP/sig.err" &
+	pid=$!
+	for _ in $(seq 100); do [ -e "$TMP/started" ] && break; sleep 0.1; done
+	kill -"$sig" "$pid"
+	wait "$pid"
+	rc=$?
+	expect_eq "$name" "exit status (stderr: $(tr '\n' ' ' < "$TMP/sig.err"))" "$want" "$rc"
+}
+signal_case sigterm_forwarded_to_command TERM 143 "touch $TMP/started; exec sleep 30"
+signal_case sighup_forwarded_to_command HUP 129 "touch $TMP/started; exec sleep 30"
+signal_case sigint_ignored_by_fltrace INT 3 "touch $TMP/started; sleep 1; exit 3"
+env --default-signal=INT "${REC[@]}" -- sh -c 'kill -INT $$; exit 0' 2>/dev/null
+expect_eq sigint_default_in_command "exit status" 130 $?
+
+# An earlier recording in the output directory is removed first, and only that.
+mkdir -p "$TMP/old"
+touch "$TMP/old/fltrace-data-stats-999999999.out" "$TMP/old/fltrace-data-faults-999999999-0.out" \
+	"$TMP/old/keep.txt"
+err=$("$FLTRACE" record -L 16 -M 64 -o "$TMP/old" -- true 2>&1 >/dev/null)
+if ! grep -q "^fltrace: record: removed 2 fltrace-data-\* files of an earlier recording from $TMP/old$" <<<"$err"; then
+	fail old_recording_removed "no note of 2 removed files: $err"
+elif [ -e "$TMP/old/fltrace-data-stats-999999999.out" ] || [ -e "$TMP/old/fltrace-data-faults-999999999-0.out" ]; then
+	fail old_recording_removed "old files still there"
+elif [ ! -e "$TMP/old/keep.txt" ]; then
+	fail old_recording_removed "removed a file that is not fltrace's"
+else
+	pass old_recording_removed
+fi
+mkdir -p "$TMP/new/sub"
+"$FLTRACE" record -L 16 -M 64 -o "$TMP/new/sub/dir" -- true 2>/dev/null
+if [ -d "$TMP/new/sub/dir" ]; then pass output_dir_created; else fail output_dir_created "not created"; fi
+
+# The summary, from the stats files the runtime wrote.
+if have_uffd; then
+	err=$("$FLTRACE" record -L 16 -M 64 -o "$TMP/sum" -- sh -c 'exit 0' 2>&1 >/dev/null); rc=$?
+	if [ $rc -ne 0 ]; then
+		fail summary_line "exit $rc: $err"
+	elif ! grep -Eq "^fltrace: recorded [0-9]+ faults in [0-9]+ process(es)? \(peak tracked resident [0-9]+\.[0-9] MB, far [0-9]+\.[0-9] MB\); trace in $TMP/sum; run 'fltrace report' there$" <<<"$err"; then
+		fail summary_line "no summary line: $err"
+	else
+		pass summary_line
+	fi
+else
+	skip summary_line "no permission for userfaultfd here"
+fi
+
+# Installed elsewhere (PREFIX/bin + PREFIX/lib/fltrace) or run through a symbolic link, fltrace
+# finds its preload library relative to its own binary.
+mkdir -p "$TMP/prefix/bin" "$TMP/prefix/lib/fltrace" "$TMP/links"
+cp "$FLTRACE" "$TMP/prefix/bin/fltrace"
+cp "$BUILD/lib/fltrace/libfltrace.so" "$TMP/prefix/lib/fltrace/libfltrace.so"
+ln -s "$TMP/prefix/bin/fltrace" "$TMP/links/fltrace"
+for how in prefix/bin links; do
+	got=$("$TMP/$how/fltrace" record -L 16 -M 64 -o "$TMP/inst-out" -- printenv FLTRACE_PRELOAD 2>/dev/null)
+	expect_eq "preload_found_from_${how%%/*}" "FLTRACE_PRELOAD" "$TMP/prefix/lib/fltrace/libfltrace.so" "$got"
+done

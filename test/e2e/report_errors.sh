@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# End-to-end: `fltrace report` on bad input: no trace, another version, truncation, a binary that
+# changed or vanished since recording, bad options. Each must say what happened and what to do.
+. "$(dirname "$0")/../lib.sh"
+GEN=$BUILD/test/unit/test_report
+if [ ! -x "$GEN" ]; then skip report_errors "$GEN not built (make unit-test)"; exit 0; fi
+
+mkdir -p "$TMP/empty"
+msg=$("$FLTRACE" report -i "$TMP/empty" 2>&1); rc=$?
+expect_eq report_no_trace "message" "fltrace: report: no trace in $TMP/empty; run 'fltrace record' first" "$msg"
+expect_eq report_no_trace_exit "exit" 1 "$rc"
+
+msg=$("$FLTRACE" report --bogus 2>&1); rc=$?
+expect_eq report_bad_option "exit" 2 "$rc"
+
+D=$TMP/ver; mkdir -p "$D"; "$GEN" --write "$D" 1000 >/dev/null
+printf '\x02' | dd of="$D/fltrace-data-trace-1000-0.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
+msg=$("$FLTRACE" report -i "$D" 2>&1); rc=$?
+case "$msg" in *"version 2, this fltrace reads version 1; use the fltrace that recorded it"*) pass report_other_version ;;
+*) fail report_other_version "$msg" ;; esac
+
+D=$TMP/trunc; mkdir -p "$D"; "$GEN" --write "$D" 1000 >/dev/null
+truncate -s -20 "$D/fltrace-data-trace-1000-0.bin"
+msg=$("$FLTRACE" report -i "$D" 2>&1); rc=$?
+case "$msg" in *"warning"*"truncated"*) pass report_truncated_warns ;; *) fail report_truncated_warns "$msg" ;; esac
+expect_eq report_truncated_exit "exit" 0 "$rc"
+[ -s "$D/fltrace-data-report-1000.out" ] && pass report_truncated_reported || fail report_truncated_reported "no CSV"
+
+D=$TMP/bid; mkdir -p "$D"; "$GEN" --write "$D" 1000 bad-build-id >/dev/null
+msg=$("$FLTRACE" report -i "$D" 2>&1)
+case "$msg" in *"build-id differs"*) pass report_build_id_warns ;; *) fail report_build_id_warns "$msg" ;; esac
+code=$(python3 -c 'import csv,sys; print(list(csv.DictReader(open(sys.argv[1])))[0]["code"])' "$D/fltrace-data-report-1000.out")
+expect_eq report_build_id_unknown "frames of a changed binary" "??:?<//>??:?<//>??:?" "$code"
+
+# A binary removed since recording: its frames are ??, with its path kept as lib.
+D=$TMP/gone; mkdir -p "$D"; cp "$GEN" "$TMP/gone-bin"
+"$TMP/gone-bin" --write "$D" 1000 >/dev/null; rm -f "$TMP/gone-bin"
+msg=$("$FLTRACE" report -i "$D" 2>&1)
+case "$msg" in *"gone-bin: no longer exists"*) pass report_binary_gone_warns ;; *) fail report_binary_gone_warns "$msg" ;; esac
+lib=$(python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1])))[0]; print(r["lib"].split("<//>")[0], r["code"].split("<//>")[0])' "$D/fltrace-data-report-1000.out")
+expect_eq report_binary_gone_frames "lib and code" "$TMP/gone-bin ??:?" "$lib"

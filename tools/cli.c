@@ -1,0 +1,52 @@
+/* The one place where fltrace formats its own messages (see tools/cli.h): one line each, built
+ * in a buffer first so that a message is a single write and never interleaves with the child's. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void cli_vline(const char *what, const char *fmt, va_list ap)
+{
+	char buf[2048];
+	size_t n = 0;
+	int r;
+
+	r = what ? snprintf(buf, sizeof(buf), "fltrace: %s: ", what)
+		 : snprintf(buf, sizeof(buf), "fltrace: ");
+	if (r > 0)
+		n = (size_t)r < sizeof(buf) ? (size_t)r : sizeof(buf) - 1;
+	r = vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
+	if (r > 0)
+		n += (size_t)r < sizeof(buf) - n ? (size_t)r : sizeof(buf) - n - 1;
+	/* Keep it one line even if an argument (a file name) carries a newline. */
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\n')
+			buf[i] = ' ';
+	if (n >= sizeof(buf) - 1)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	fflush(stdout);
+	if (write(STDERR_FILENO, buf, n) < 0)
+		return; /* nowhere left to report it */
+}
+
+int cli_error(int code, const char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cli_vline(what, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void cli_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	cli_vline(NULL, fmt, ap);
+	va_end(ap);
+}

@@ -1,0 +1,267 @@
+/* `fltrace record`: parses the options, checks everything that can be checked before the
+ * command starts, then runs it under the preload runtime and sums up what was recorded. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <fltrace/parse.h>
+
+#include "builtin.h"
+#include "cli.h"
+#include "record.h"
+
+#define RECORD_MAX_HANDLERS 64
+#define RECORD_MAX_SAMPLERATE 1000000000ull
+
+enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL };
+
+static const struct option record_longopts[] = {
+	{ "localmem", required_argument, NULL, 'L' },
+	{ "maxmem", required_argument, NULL, 'M' },
+	{ "handlers", required_argument, NULL, 'C' },
+	{ "cores", required_argument, NULL, OPT_CORES },
+	{ "samplerate", required_argument, NULL, 'S' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "depth", required_argument, NULL, OPT_DEPTH },
+	{ "poll", required_argument, NULL, OPT_POLL },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* '+': stop at the first non-option, so the command's own arguments are never parsed.
+ * ':': report a missing value as ':' so that we word the message. */
+static const char record_optstring[] = "+:L:M:C:S:o:h";
+
+static void record_help(void)
+{
+	printf(
+"usage: fltrace record -L <size> -M <size> [options] [--] <command> [<args>...]\n"
+"\n"
+"Runs <command> with its tracked memory capped at -L, evicting the rest to emulated far memory,\n"
+"and records every page fault it takes, with its stack, into fltrace-data-* files.\n"
+"Everything after '--' (or from the first argument that is not an option) is the command and\n"
+"its own arguments, passed to it untouched.\n"
+"\n"
+"required:\n"
+"  -L, --localmem <size>   local memory: the cap on resident tracked memory\n"
+"  -M, --maxmem <size>     the most memory the command needs in all (local + far); at most the\n"
+"                          machine's memory, and not less than -L\n"
+"      Sizes are in MB unless a unit is given: 140, 140M, 512K, 2G, 1.5G (binary units).\n"
+"      Spellings: -L 140, -L140, -L=140, --localmem 140, --localmem=140.\n"
+"\n"
+"options:\n"
+"  -C, --handlers <n>      fault-handler threads (default 1, at most %d)\n"
+"      --cores <list>      CPUs to pin the handler threads to, e.g. 0,1 or 0-3 (default: none)\n"
+"  -S, --samplerate <n>    faults recorded per second, 0 = all (default 0)\n"
+"  -o, --output <dir>      where the trace goes (default: the current directory); created if\n"
+"                          missing. fltrace-data-* files of an earlier recording there are\n"
+"                          removed first, so that a report never mixes two runs\n"
+"      --policy <p>        eviction policy: clock (default) or fifo\n"
+"      --depth <n>         stack frames recorded per fault (default %d, at most %d)\n"
+"      --poll <mode>       handler threads wait with block (default) or spin (busy-poll:\n"
+"                          lower latency, one core busy per thread)\n"
+"  -h, --help              this help\n"
+"\n"
+"exit status: the command's own status (128+N if it died of signal N); 2 for a usage error or\n"
+"a program LD_PRELOAD cannot reach (static, setuid); 125 if fltrace could not trace it;\n"
+"127 if the command was not found or is not executable.\n"
+"\n"
+"examples:\n"
+"  fltrace record -L 140 -M 1000 -- ./bfs -g 20 -n 1\n"
+"      trace bfs with 140 MB of local memory, out of at most 1000 MB\n"
+"  fltrace record -L 2G -M 4G -o runs/full -- sort big.txt\n"
+"      ample local memory: learn the peak from the stats file, then run again at half of it\n"
+"  fltrace record -L 70 -M 1000 -C 2 --cores 0,1 -S 1000 -- python3 train.py --epochs 1\n"
+"      two handler threads pinned to CPUs 0 and 1, at most 1000 faults recorded per second\n"
+"  fltrace record -L 140 -M 1000 -- ./prog -L 5 -- x\n"
+"      the command's own -L 5 and -- reach ./prog untouched\n",
+		RECORD_MAX_HANDLERS, FLTRACE_DEFAULT_STACK_DEPTH, FLTRACE_MAX_STACK_DEPTH);
+}
+
+/* getopt gives "=140" for "-L=140": accept that spelling too. */
+static const char *record_value(const char *arg)
+{
+	return arg[0] == '=' ? arg + 1 : arg;
+}
+
+static int record_bad_value(const char *opt, const char *arg, int err, const char *todo)
+{
+	return cli_error(CLI_EXIT_USAGE, opt, "'%s' %s; %s", arg, parse_strerror(err), todo);
+}
+
+static int record_parse_size(const char *opt, const char *arg, uint64_t *out)
+{
+	int err = parse_size(arg, PARSE_MIB, out);
+
+	if (err)
+		return record_bad_value(opt, arg, err, "give a positive size in MB, e.g. 140, "
+					"or with a unit K, M, G, e.g. 2G");
+	return 0;
+}
+
+static int record_parse_number(const char *opt, const char *arg, uint64_t min, uint64_t max,
+			       uint64_t *out, const char *what)
+{
+	int err = parse_u64(arg, min, max, out);
+
+	if (err)
+		return cli_error(CLI_EXIT_USAGE, opt, "'%s' %s; give %s, %llu to %llu", arg,
+				 parse_strerror(err), what, (unsigned long long)min,
+				 (unsigned long long)max);
+	return 0;
+}
+
+static int record_parse_cores(const char *arg, struct record_opts *o)
+{
+	int err = cpulist_parse(arg, &o->cores);
+
+	if (err)
+		return record_bad_value("--cores", arg, err, "give a CPU list such as 0,1 or 0-3");
+	o->have_cores = true;
+	return 0;
+}
+
+static int record_parse_policy(const char *arg, struct record_opts *o)
+{
+	if (!strcmp(arg, "clock"))
+		o->policy = FLTRACE_POLICY_CLOCK;
+	else if (!strcmp(arg, "fifo"))
+		o->policy = FLTRACE_POLICY_FIFO;
+	else
+		return cli_error(CLI_EXIT_USAGE, "--policy", "'%s' is not a policy; give clock or fifo",
+				 arg);
+	return 0;
+}
+
+static int record_parse_poll(const char *arg, struct record_opts *o)
+{
+	if (!strcmp(arg, "block") || !strcmp(arg, "spin"))
+		o->poll_spin = !strcmp(arg, "spin");
+	else
+		return cli_error(CLI_EXIT_USAGE, "--poll", "'%s' is not a mode; give block or spin",
+				 arg);
+	return 0;
+}
+
+/* One option with its value; returns 0 or an exit code. */
+static int record_parse_one(int c, const char *arg, struct record_opts *o)
+{
+	switch (c) {
+	case 'L': return record_parse_size("-L", arg, &o->localmem);
+	case 'M': return record_parse_size("-M", arg, &o->maxmem);
+	case 'C': return record_parse_number("-C", arg, 1, RECORD_MAX_HANDLERS, &o->handlers,
+					     "the number of handler threads");
+	case 'S': return record_parse_number("-S", arg, 0, RECORD_MAX_SAMPLERATE, &o->samplerate,
+					     "faults per second (0 = all)");
+	case OPT_DEPTH: return record_parse_number("--depth", arg, 1, FLTRACE_MAX_STACK_DEPTH,
+						   &o->depth, "stack frames per fault");
+	case OPT_CORES: return record_parse_cores(arg, o);
+	case OPT_POLICY: return record_parse_policy(arg, o);
+	case OPT_POLL: return record_parse_poll(arg, o);
+	case 'o':
+		o->outdir_arg = arg;
+		if (!*arg)
+			return cli_error(CLI_EXIT_USAGE, "-o", "the directory name is empty; "
+					 "give a directory, e.g. -o runs/1");
+		return 0;
+	default: return 0;
+	}
+}
+
+/* Names the option getopt refused: "-x", or "--foo" without any "=value". */
+static int record_unknown_option(char **argv)
+{
+	char name[64];
+	const char *arg = argv[optind - 1];
+
+	if (optopt)
+		snprintf(name, sizeof(name), "-%c", optopt);
+	else
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
+	return cli_error(CLI_EXIT_USAGE, name, "unknown option of record; run 'fltrace record --help' "
+			 "(put the command after '--' if the option is the command's)");
+}
+
+static int record_missing_value(char **argv)
+{
+	char name[64];
+
+	if (optopt)
+		snprintf(name, sizeof(name), "-%c", optopt);
+	else
+		snprintf(name, sizeof(name), "%s", argv[optind - 1]);
+	return cli_error(CLI_EXIT_USAGE, name, "needs a value; run 'fltrace record --help'");
+}
+
+/* Returns 0 with o filled, -1 for --help (printed), or an exit code. */
+static int record_parse(int argc, char **argv, struct record_opts *o)
+{
+	int c, err;
+
+	optind = 0; /* glibc: full re-initialisation */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, record_optstring, record_longopts, NULL)) != -1) {
+		if (c == 'h') {
+			record_help();
+			return -1;
+		}
+		if (c == '?')
+			return record_unknown_option(argv);
+		if (c == ':')
+			return record_missing_value(argv);
+		err = record_parse_one(c, record_value(optarg), o);
+		if (err)
+			return err;
+	}
+	o->cmd_argv = argv + optind;
+	return 0;
+}
+
+static int record_check_required(const struct record_opts *o)
+{
+	if (!o->localmem)
+		return cli_error(CLI_EXIT_USAGE, "record", "-L/--localmem is required; give the local "
+				 "memory in MB, e.g. 'fltrace record -L 140 -M 1000 -- ./prog'");
+	if (!o->maxmem)
+		return cli_error(CLI_EXIT_USAGE, "record", "-M/--maxmem is required; give the most "
+				 "memory the command needs in MB, e.g. 'fltrace record -L 140 -M 1000 -- ./prog'");
+	if (!o->cmd_argv[0])
+		return cli_error(CLI_EXIT_USAGE, "record", "no command given; put it after the options, "
+				 "e.g. 'fltrace record -L 140 -M 1000 -- ./prog args'");
+	return 0;
+}
+
+/* The checks, cheapest and side-effect free first; the output directory is touched last. */
+static int record_check_all(struct record_opts *o)
+{
+	int err;
+
+	if ((err = record_check_required(o)) || (err = record_check_memory(o)) ||
+	    (err = record_check_cores(o)) || (err = record_resolve_command(o)) ||
+	    (err = record_check_program(o->cmd_path)) || (err = record_check_uffd()) ||
+	    (err = record_find_preload(o)) || (err = record_prepare_outdir(o)))
+		return err;
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static struct record_opts o; /* large (paths): not on the stack */
+	int err, status;
+
+	memset(&o, 0, sizeof(o));
+	o.handlers = 1;
+	o.depth = FLTRACE_DEFAULT_STACK_DEPTH;
+	o.policy = FLTRACE_POLICY_CLOCK;
+	o.outdir_arg = ".";
+
+	err = record_parse(argc, argv, &o);
+	if (err)
+		return err < 0 ? CLI_EXIT_OK : err;
+	if ((err = record_check_all(&o)) || (err = record_clean_outdir(&o)) ||
+	    (err = record_run(&o, &status)))
+		return err;
+	return record_summarize(&o, status);
+}

@@ -1,0 +1,128 @@
+/* The fltrace command: dispatches to a subcommand from a table (in the manner of perf), prints
+ * the top-level help and version, and checks at exit that stdout was really written. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <fltrace/config.h>
+
+#include "builtin.h"
+#include "cli.h"
+
+struct cmd_struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct cmd_struct fltrace_cmds[] = {
+	{ "record", cmd_record, "run a command with a local-memory cap and trace its page faults" },
+	{ "report", cmd_report, "turn a trace into a CSV of faulting call sites, most faults first" },
+	{ "visualize", cmd_visualize, "draw flame graphs (SVG) of a trace: all faults, first touches" },
+};
+
+#define FLTRACE_NR_CMDS (sizeof(fltrace_cmds) / sizeof(fltrace_cmds[0]))
+
+static void fltrace_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: fltrace [--version] [--help] <command> [<args>]\n"
+		"\n"
+		"fltrace runs an unmodified program with less local memory than it needs and records\n"
+		"every page fault it takes, with the stack of code that caused it.\n"
+		"\n"
+		"commands:\n");
+	for (size_t i = 0; i < FLTRACE_NR_CMDS; i++)
+		fprintf(f, "  %-10s %s\n", fltrace_cmds[i].name, fltrace_cmds[i].summary);
+	fprintf(f,
+		"  %-10s show the help of a command (same as 'fltrace <command> --help')\n"
+		"\n"
+		"examples:\n"
+		"  fltrace record -L 140 -M 1000 -- ./bfs -g 20 -n 1   # trace with 140 MB local memory\n"
+		"  fltrace report                                      # CSV of call sites\n"
+		"  fltrace visualize                                   # flame graphs\n"
+		"  fltrace help record                                 # all options of record\n",
+		"help");
+}
+
+static const struct cmd_struct *fltrace_find(const char *name)
+{
+	for (size_t i = 0; i < FLTRACE_NR_CMDS; i++)
+		if (!strcmp(fltrace_cmds[i].name, name))
+			return &fltrace_cmds[i];
+	return NULL;
+}
+
+static int fltrace_unknown(const char *name)
+{
+	return cli_error(CLI_EXIT_USAGE, name,
+			 "not a fltrace command; run 'fltrace help' for the list "
+			 "(record, report, visualize)");
+}
+
+/* `fltrace help [cmd]`: the top-level help, or `fltrace <cmd> --help`. */
+static int fltrace_help(int argc, char **argv)
+{
+	const struct cmd_struct *cmd;
+	char help_opt[] = "--help";
+
+	if (argc < 2) {
+		fltrace_usage(stdout);
+		return CLI_EXIT_OK;
+	}
+	if (argc > 2)
+		return cli_error(CLI_EXIT_USAGE, "help", "too many arguments; run 'fltrace help <command>'");
+	cmd = fltrace_find(argv[1]);
+	if (!cmd)
+		return fltrace_unknown(argv[1]);
+	char *cmd_argv[] = { argv[1], help_opt, NULL };
+	return cmd->fn(2, cmd_argv);
+}
+
+static int fltrace_dispatch(int argc, char **argv)
+{
+	const struct cmd_struct *cmd;
+
+	if (argc < 2)
+		return cli_error(CLI_EXIT_USAGE, "usage", "no command given; run e.g. 'fltrace record "
+				 "-L 140 -M 1000 -- ./prog', or 'fltrace help' for the list of commands");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))
+		return fltrace_help(1, argv + 1);
+	if (!strcmp(argv[1], "--version")) {
+		printf("fltrace %s\n", FLTRACE_VERSION_STRING);
+		return CLI_EXIT_OK;
+	}
+	if (!strcmp(argv[1], "help"))
+		return fltrace_help(argc - 1, argv + 1);
+	if (argv[1][0] == '-')
+		return cli_error(CLI_EXIT_USAGE, argv[1], "unknown option; run 'fltrace help' "
+				 "(options go after the command, e.g. 'fltrace record --help')");
+	cmd = fltrace_find(argv[1]);
+	if (!cmd)
+		return fltrace_unknown(argv[1]);
+	return cmd->fn(argc - 1, argv + 1);
+}
+
+/* A report cut short by a full disk must not look like a success (as perf does it). A failed
+ * close of a stdout that was closed from the start (EBADF, nothing written) is not an error. */
+static int fltrace_close_stdout(int status)
+{
+	int err = 0;
+
+	errno = 0;
+	if (fflush(stdout) != 0 || ferror(stdout))
+		err = errno ? errno : EIO;
+	errno = 0;
+	if (fclose(stdout) != 0 && !err && errno != EBADF)
+		err = errno ? errno : EIO;
+	if (err)
+		return cli_error(status ? status : CLI_EXIT_FAIL, "stdout",
+				 "write error: %s; free space or write the output elsewhere",
+				 strerror(err));
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	return fltrace_close_stdout(fltrace_dispatch(argc, argv));
+}

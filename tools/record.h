@@ -1,0 +1,44 @@
+/* The pieces of `fltrace record`: parsed options (cmd_record.c), checks (record_check.c), the run
+ * (record_run.c). Each returns 0, or an exit code after printing its one-line error (cli.h). */
+#ifndef FLTRACE_RECORD_H
+#define FLTRACE_RECORD_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <fltrace/config.h>
+#include <fltrace/cpulist.h>
+
+struct record_opts {
+	uint64_t localmem;          /* -L, bytes; 0 = not given */
+	uint64_t maxmem;            /* -M, bytes; 0 = not given */
+	uint64_t handlers;          /* -C */
+	uint64_t samplerate;        /* -S, faults per second, 0 = all */
+	uint64_t depth;             /* --depth */
+	enum fltrace_policy policy; /* --policy */
+	bool poll_spin;             /* --poll spin */
+	bool have_cores;            /* --cores given */
+	struct cpulist cores;       /* --cores */
+	const char *outdir_arg;     /* -o as given */
+	char **cmd_argv;            /* the command and its own arguments, untouched */
+	char cmd_path[PATH_MAX];    /* the command's file, found as execvp finds it */
+	char preload[PATH_MAX];     /* absolute path of libfltrace.so */
+	char outdir[PATH_MAX];      /* absolute output directory */
+};
+
+/* record_check.c: validation against the machine, before anything is changed. */
+int record_check_memory(const struct record_opts *o);
+int record_check_cores(const struct record_opts *o);
+int record_resolve_command(struct record_opts *o);
+int record_check_program(const char *path);
+int record_check_uffd(void);
+int record_find_preload(struct record_opts *o);
+
+/* record_run.c: the output directory, the traced run, the summary. */
+int record_prepare_outdir(struct record_opts *o);
+int record_clean_outdir(const struct record_opts *o);
+int record_run(const struct record_opts *o, int *status);
+int record_summarize(const struct record_opts *o, int status);
+
+#endif

@@ -1,0 +1,378 @@
+/* The side of `fltrace record` that acts: prepares the output directory, runs the command under
+ * the preload runtime and waits for it like a shell, then sums up the runtime's stats files. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fltrace/statsline.h>
+
+#include "cli.h"
+#include "record.h"
+
+#define RUN_DATA_PREFIX "fltrace-data-"
+#define RUN_STATS_PREFIX "fltrace-data-stats-"
+#define RUN_STATS_SUFFIX ".out"
+#define RUN_TAIL_BYTES 65536 /* a stats line is far shorter; only the last one is read */
+#define RUN_MB (1024.0 * 1024.0)
+
+/* mkdir -p: an output directory like runs/L140 may be new, and its parent too. */
+static int run_mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* access(W_OK) says yes to root on a read-only file system or in /proc: create a file instead. */
+static int run_probe_writable(const char *dir)
+{
+	char probe[PATH_MAX];
+	int fd;
+
+	if (snprintf(probe, sizeof(probe), "%s/.fltrace-probe-%d", dir, (int)getpid()) >=
+	    (int)sizeof(probe))
+		return -ENAMETOOLONG;
+	fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	unlink(probe);
+	return 0;
+}
+
+int record_prepare_outdir(struct record_opts *o)
+{
+	const char *dir = o->outdir_arg;
+	struct stat st;
+	int err = run_mkdir_p(dir);
+
+	if (!err && stat(dir, &st) != 0)
+		err = -errno;
+	if (!err && !S_ISDIR(st.st_mode))
+		err = -ENOTDIR;
+	if (err)
+		return cli_error(CLI_EXIT_NOTRACE, dir, "cannot use it as the output directory (%s); "
+				 "give a writable directory with -o DIR", strerror(-err));
+	err = run_probe_writable(dir);
+	if (err)
+		return cli_error(CLI_EXIT_NOTRACE, dir, "cannot write in the output directory (%s); "
+				 "give a writable directory with -o DIR", strerror(-err));
+	if (!realpath(dir, o->outdir))
+		return cli_error(CLI_EXIT_NOTRACE, dir, "cannot resolve the output directory (%s); "
+				 "give another one with -o DIR", strerror(errno));
+	return 0;
+}
+
+static bool run_has_prefix(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+static bool run_is_regular(int dfd, const struct dirent *de)
+{
+	struct stat st;
+
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type == DT_REG;
+	return fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+int record_clean_outdir(const struct record_opts *o)
+{
+	DIR *d = opendir(o->outdir);
+	struct dirent *de;
+	unsigned removed = 0;
+	int err = 0;
+
+	if (!d)
+		return cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot list the output directory (%s); "
+				 "give another one with -o DIR", strerror(errno));
+	while (!err && (de = readdir(d))) {
+		if (!run_has_prefix(de->d_name, RUN_DATA_PREFIX) || !run_is_regular(dirfd(d), de))
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+			removed++;
+		else
+			err = cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot remove %s of an earlier "
+					"recording (%s); remove it by hand or give another -o DIR",
+					de->d_name, strerror(errno));
+	}
+	closedir(d);
+	if (removed)
+		cli_note("record: removed %u " RUN_DATA_PREFIX "* file%s of an earlier recording "
+			 "from %s", removed, removed == 1 ? "" : "s", o->outdir);
+	return err;
+}
+
+static int run_setenv_u64(const char *name, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	return setenv(name, buf, 1);
+}
+
+/* The contract of inc/fltrace/config.h: every option, for every process of the command. */
+static int run_set_environment(const struct record_opts *o)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char preload[2 * PATH_MAX + 2], cores[CPULIST_MAX * 4];
+	int err = 0;
+
+	if (old && *old)
+		snprintf(preload, sizeof(preload), "%s:%s", o->preload, old);
+	else
+		snprintf(preload, sizeof(preload), "%s", o->preload);
+	err |= run_setenv_u64(FLTRACE_ENV_LOCALMEM, o->localmem);
+	err |= run_setenv_u64(FLTRACE_ENV_MAXMEM, o->maxmem);
+	err |= setenv(FLTRACE_ENV_OUTDIR, o->outdir, 1);
+	err |= run_setenv_u64(FLTRACE_ENV_HANDLERS, o->handlers);
+	err |= run_setenv_u64(FLTRACE_ENV_SAMPLERATE, o->samplerate);
+	err |= setenv(FLTRACE_ENV_POLICY, o->policy == FLTRACE_POLICY_FIFO ? "fifo" : "clock", 1);
+	err |= run_setenv_u64(FLTRACE_ENV_STACK_DEPTH, o->depth);
+	err |= setenv(FLTRACE_ENV_POLL, o->poll_spin ? "spin" : "block", 1);
+	err |= setenv(FLTRACE_ENV_PRELOAD_PATH, o->preload, 1);
+	/* Never let a stale value from the caller's environment pin or report for us. */
+	err |= unsetenv(FLTRACE_ENV_CORES);
+	err |= unsetenv(FLTRACE_ENV_STATUS_FD);
+	if (o->have_cores && cpulist_format(&o->cores, cores, sizeof(cores)) >= 0)
+		err |= setenv(FLTRACE_ENV_CORES, cores, 1);
+	err |= setenv("LD_PRELOAD", preload, 1);
+	if (err)
+		return cli_error(CLI_EXIT_NOTRACE, "record", "cannot set the environment (%s); "
+				 "free some memory and retry", strerror(errno));
+	return 0;
+}
+
+/* In the child: exec as execvp would, including its /bin/sh fallback for a file without "#!". */
+static void run_exec_child(const struct record_opts *o)
+{
+	int argc = 0, err;
+
+	execv(o->cmd_path, o->cmd_argv);
+	err = errno;
+	if (err == ENOEXEC) {
+		while (o->cmd_argv[argc])
+			argc++;
+		char *sh_argv[argc + 2];
+		sh_argv[0] = "/bin/sh";
+		sh_argv[1] = (char *)o->cmd_path;
+		memcpy(sh_argv + 2, o->cmd_argv + 1, (size_t)argc * sizeof(char *));
+		execv("/bin/sh", sh_argv);
+		err = errno;
+	}
+	_exit(cli_error(CLI_EXIT_NOTFOUND, o->cmd_argv[0], "cannot run %s (%s); check that it is a "
+			"program for this machine", o->cmd_path, strerror(err)));
+}
+
+/* The child, for the forwarding handler: a signal handler can reach nothing else. */
+static volatile sig_atomic_t run_child;
+
+static void run_forward(int sig)
+{
+	int saved = errno;
+
+	if (run_child > 0)
+		kill((pid_t)run_child, sig);
+	errno = saved;
+}
+
+struct run_signals {
+	struct sigaction old_int, old_quit, old_term, old_hup;
+};
+
+/* Like a shell with a foreground child: the terminal's SIGINT/SIGQUIT reach the child directly,
+ * so fltrace ignores them and outlives it to write the summary; SIGTERM/SIGHUP sent to fltrace
+ * alone are passed on. */
+static void run_signals_parent(struct run_signals *s)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	struct sigaction fwd = { .sa_handler = run_forward, .sa_flags = SA_RESTART };
+
+	sigemptyset(&ign.sa_mask);
+	sigemptyset(&fwd.sa_mask);
+	sigaction(SIGINT, &ign, &s->old_int);
+	sigaction(SIGQUIT, &ign, &s->old_quit);
+	sigaction(SIGTERM, &fwd, &s->old_term);
+	sigaction(SIGHUP, &fwd, &s->old_hup);
+}
+
+static void run_signals_restore(const struct run_signals *s)
+{
+	sigaction(SIGINT, &s->old_int, NULL);
+	sigaction(SIGQUIT, &s->old_quit, NULL);
+	sigaction(SIGTERM, &s->old_term, NULL);
+	sigaction(SIGHUP, &s->old_hup, NULL);
+}
+
+static int run_wait(pid_t pid, int *status)
+{
+	int ws;
+
+	while (waitpid(pid, &ws, 0) < 0) {
+		if (errno != EINTR)
+			return cli_error(CLI_EXIT_NOTRACE, "record", "cannot wait for the command (%s); "
+					 "this should not happen, please report it", strerror(errno));
+	}
+	if (WIFSIGNALED(ws)) {
+		*status = 128 + WTERMSIG(ws);
+		cli_note("record: the command was killed by signal %d (%s)", WTERMSIG(ws),
+			 strsignal(WTERMSIG(ws)));
+	} else {
+		*status = WEXITSTATUS(ws);
+	}
+	return 0;
+}
+
+int record_run(const struct record_opts *o, int *status)
+{
+	sigset_t block, old;
+	struct run_signals saved;
+	pid_t pid;
+	int err = run_set_environment(o);
+
+	if (err)
+		return err;
+	/* Blocked across fork: the parent's handlers go in before any of these can arrive, and the
+	 * child keeps the dispositions fltrace was started with. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGQUIT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return cli_error(CLI_EXIT_NOTRACE, "record", "cannot start the command (fork: %s); "
+				 "free some memory or processes and retry", strerror(errno));
+	}
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		run_exec_child(o);
+	}
+	run_child = pid;
+	run_signals_parent(&saved);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	err = run_wait(pid, status);
+	run_signals_restore(&saved);
+	run_child = 0;
+	return err;
+}
+
+/* The last complete line of a stats file (or the last partial one if none is complete). */
+static ssize_t run_last_line(int fd, char *buf, size_t size, const char **line)
+{
+	struct stat st;
+	off_t off;
+	ssize_t n;
+	char *end, *start;
+
+	if (fstat(fd, &st) != 0)
+		return -1;
+	off = st.st_size > (off_t)size ? st.st_size - (off_t)size : 0;
+	n = pread(fd, buf, size, off);
+	if (n <= 0)
+		return -1;
+	end = buf + n;
+	if (end[-1] == '\n') {
+		end--;
+	} else {
+		char *nl = memrchr(buf, '\n', (size_t)n);
+		if (nl) /* a line being written: take the one before it */
+			end = nl;
+	}
+	start = memrchr(buf, '\n', (size_t)(end - buf));
+	start = start ? start + 1 : buf;
+	*line = start;
+	return end - start;
+}
+
+struct run_totals {
+	unsigned files;
+	uint64_t faults, resident_peak, far_peak;
+};
+
+static void run_add_stats(int dfd, const char *name, struct run_totals *t)
+{
+	static char buf[RUN_TAIL_BYTES];
+	const char *line;
+	uint64_t v;
+	ssize_t len;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	t->files++;
+	len = run_last_line(fd, buf, sizeof(buf), &line);
+	close(fd);
+	if (len <= 0)
+		return;
+	if (statsline_get(line, (size_t)len, "faults", &v) == 0)
+		t->faults += v;
+	/* Peaks of different processes need not coincide: report the largest, not a sum. */
+	if (statsline_get(line, (size_t)len, "resident_peak_bytes", &v) == 0 && v > t->resident_peak)
+		t->resident_peak = v;
+	if (statsline_get(line, (size_t)len, "far_peak_bytes", &v) == 0 && v > t->far_peak)
+		t->far_peak = v;
+}
+
+static bool run_is_stats_file(const char *name)
+{
+	size_t n = strlen(name), sn = strlen(RUN_STATS_SUFFIX);
+
+	return run_has_prefix(name, RUN_STATS_PREFIX) && n > sn &&
+	       !strcmp(name + n - sn, RUN_STATS_SUFFIX);
+}
+
+/* Whether `dir` is the current directory, where a bare 'fltrace report' finds the trace. */
+static bool run_is_cwd(const char *dir)
+{
+	char cwd[PATH_MAX], real[PATH_MAX];
+
+	return getcwd(cwd, sizeof(cwd)) && realpath(cwd, real) && !strcmp(real, dir);
+}
+
+int record_summarize(const struct record_opts *o, int status)
+{
+	struct run_totals t = { 0 };
+	DIR *d = opendir(o->outdir);
+	struct dirent *de;
+
+	while (d && (de = readdir(d)))
+		if (run_is_stats_file(de->d_name) && run_is_regular(dirfd(d), de))
+			run_add_stats(dirfd(d), de->d_name, &t);
+	if (d)
+		closedir(d);
+	if (!t.files) {
+		cli_error(CLI_EXIT_NOTRACE, "record", "no trace was written in %s (the tracer did not "
+			  "start in the command); see any message above, and check that the command "
+			  "keeps LD_PRELOAD in the environment of its processes", o->outdir);
+		return status ? status : CLI_EXIT_NOTRACE;
+	}
+	cli_note("recorded %llu faults in %u process%s (peak tracked resident %.1f MB, far %.1f MB); "
+		 "trace in %s; run 'fltrace report'%s", (unsigned long long)t.faults, t.files,
+		 t.files == 1 ? "" : "es", t.resident_peak / RUN_MB, t.far_peak / RUN_MB, o->outdir,
+		 run_is_cwd(o->outdir) ? "" : " there");
+	return status;
+}
