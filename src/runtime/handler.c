@@ -348,6 +348,12 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 	rt_unlock();
 	if (!served)
 		return;
+	if (t && atomic_load(&t->busy)) {
+		/* Taken inside our stack handler (libunwind's TLS lookups read the thread's TLS vector,
+		 * which glibc allocated on the program's heap): fltrace's fault, not the program's. */
+		atomic_fetch_add(&rt.stats.faults_self, 1);
+		return;
+	}
 	count_fault(req->flags, req->kind);
 	if (!record) {
 		atomic_fetch_add(&rt.stats.faults_sampled_out, 1);

@@ -137,7 +137,7 @@ void maps_close(void);
 /* ---- stats (stats.c) ---- */
 struct rt_stats {
 	_Atomic uint64_t faults, faults_r, faults_w, faults_wp, faults_zero, faults_refetch,
-		faults_syscall, faults_nostack, faults_sampled_out, faults_dup, stacks_cut;
+		faults_syscall, faults_nostack, faults_sampled_out, faults_dup, faults_self, stacks_cut;
 	_Atomic uint64_t evict_ops, evict_pages, evict_fallback, evict_failed;
 	_Atomic uint64_t resident_pages, resident_peak_pages, far_peak_pages;
 	_Atomic uint64_t untracked_map_bytes, untracked_maps;

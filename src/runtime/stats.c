@@ -75,6 +75,7 @@ void stats_write_line(void)
 	kv(&f, "faults_syscall", atomic_load(&s->faults_syscall));
 	kv(&f, "faults_nostack", atomic_load(&s->faults_nostack));
 	kv(&f, "faults_dup", atomic_load(&s->faults_dup));
+	kv(&f, "faults_self", atomic_load(&s->faults_self));
 	kv(&f, "faults_sampled_out", atomic_load(&s->faults_sampled_out));
 	kv(&f, "stacks_cut", atomic_load(&s->stacks_cut));
 	kv(&f, "evict_ops", atomic_load(&s->evict_ops));

@@ -1,0 +1,151 @@
+/* Bench workload: breadth-first search over a generated power-law (R-MAT) graph in CSR layout,
+ * the far-memory papers' graph kernel. Prints a checksum that must not change under tracing.
+ * Usage: bfs [scale=20] [edgefactor=8] [roots=4]   (2^scale vertices, edgefactor*2^scale edges) */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct graph {
+	uint32_t nv;
+	uint64_t *off; /* nv + 1 offsets into adj */
+	uint32_t *adj; /* both directions of every edge */
+};
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+
+static uint64_t rng_next(void) /* splitmix64: fixed seed, so the graph is the same every run */
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* One R-MAT edge: at each of `scale` levels pick a quadrant with probabilities a, b, c, d =
+ * 0.57, 0.19, 0.19, 0.05 (Graph500's), using 16 random bits per level. */
+static void rmat_edge(int scale, uint32_t *u, uint32_t *v)
+{
+	uint32_t x = 0, y = 0;
+	uint64_t r = 0;
+	for (int l = 0; l < scale; l++) {
+		if ((l & 3) == 0)
+			r = rng_next();
+		uint32_t p = (uint32_t)(r & 0xffff);
+		r >>= 16;
+		x <<= 1;
+		y <<= 1;
+		if (p < 37355) /* 0.57 * 65536 */
+			;
+		else if (p < 49807) /* + 0.19 */
+			y |= 1;
+		else if (p < 62259) /* + 0.19 */
+			x |= 1;
+		else
+			x |= 1, y |= 1;
+	}
+	/* scramble vertex ids (an odd multiplier is a bijection mod 2^scale) so that high-degree
+	 * vertices are spread over the arrays instead of packed at the start */
+	uint32_t mask = (uint32_t)((1ull << scale) - 1);
+	*u = (uint32_t)(x * 2654435761u) & mask;
+	*v = (uint32_t)(y * 2654435761u) & mask;
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p) {
+		fprintf(stderr, "bfs: out of memory (%zu bytes)\n", n);
+		exit(3);
+	}
+	return p;
+}
+
+static void graph_build(struct graph *g, int scale, uint64_t ne)
+{
+	uint32_t nv = (uint32_t)1 << scale;
+	uint32_t *eu = xmalloc(ne * sizeof(*eu)), *ev = xmalloc(ne * sizeof(*ev));
+	for (uint64_t i = 0; i < ne; i++)
+		rmat_edge(scale, &eu[i], &ev[i]);
+
+	g->nv = nv;
+	g->off = xmalloc((nv + 1ull) * sizeof(*g->off));
+	memset(g->off, 0, (nv + 1ull) * sizeof(*g->off));
+	for (uint64_t i = 0; i < ne; i++) {
+		if (eu[i] == ev[i])
+			continue;
+		g->off[eu[i] + 1]++;
+		g->off[ev[i] + 1]++;
+	}
+	for (uint32_t i = 0; i < nv; i++)
+		g->off[i + 1] += g->off[i];
+	uint64_t *pos = xmalloc(nv * sizeof(*pos));
+	memcpy(pos, g->off, nv * sizeof(*pos));
+	g->adj = xmalloc(g->off[nv] * sizeof(*g->adj));
+	for (uint64_t i = 0; i < ne; i++) {
+		if (eu[i] == ev[i])
+			continue;
+		g->adj[pos[eu[i]]++] = ev[i];
+		g->adj[pos[ev[i]]++] = eu[i];
+	}
+	free(pos);
+	free(eu);
+	free(ev);
+}
+
+/* Top-down BFS from root; returns vertices reached and adds sum(level * (v + 1)) to *sum. */
+static uint32_t bfs_run(const struct graph *g, uint32_t root, int32_t *level, uint32_t *queue,
+			uint64_t *sum)
+{
+	for (uint32_t i = 0; i < g->nv; i++)
+		level[i] = -1;
+	uint32_t head = 0, tail = 0;
+	level[root] = 0;
+	queue[tail++] = root;
+	while (head < tail) {
+		uint32_t u = queue[head++];
+		for (uint64_t e = g->off[u]; e < g->off[u + 1]; e++) {
+			uint32_t v = g->adj[e];
+			if (level[v] < 0) {
+				level[v] = level[u] + 1;
+				queue[tail++] = v;
+				*sum += (uint64_t)level[v] * (v + 1ull);
+			}
+		}
+	}
+	return tail;
+}
+
+int main(int argc, char **argv)
+{
+	int scale = argc > 1 ? atoi(argv[1]) : 20;
+	int ef = argc > 2 ? atoi(argv[2]) : 8;
+	int roots = argc > 3 ? atoi(argv[3]) : 4;
+	if (scale < 4 || scale > 28 || ef < 1 || ef > 64 || roots < 1) {
+		fprintf(stderr, "usage: bfs [scale 4..28] [edgefactor 1..64] [roots >= 1]\n");
+		return 2;
+	}
+	struct graph g;
+	graph_build(&g, scale, (uint64_t)ef << scale);
+
+	int32_t *level = xmalloc(g.nv * sizeof(*level));
+	uint32_t *queue = xmalloc(g.nv * sizeof(*queue));
+	uint64_t sum = 0, reached = 0;
+	uint32_t root = 0;
+	for (int r = 0; r < roots; r++) {
+		/* roots: a fixed walk over the ids, skipping isolated vertices */
+		do
+			root = (root + 0x9e3779b1u) & (g.nv - 1);
+		while (g.off[root] == g.off[root + 1]);
+		reached += bfs_run(&g, root, level, queue, &sum);
+	}
+	printf("bfs scale %d edgefactor %d: %u vertices, %llu directed edges, %d roots, %llu reached, "
+	       "checksum %016llx\n",
+	       scale, ef, g.nv, (unsigned long long)g.off[g.nv], roots, (unsigned long long)reached,
+	       (unsigned long long)sum);
+	free(queue);
+	free(level);
+	free(g.adj);
+	free(g.off);
+	return 0;
+}

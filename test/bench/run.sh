@@ -1,0 +1,367 @@
+#!/usr/bin/env bash
+# make bench: runs every workload natively, under `fltrace record` (ample and quarter -L) and under
+# `perf record`, interleaved; prints one table of medians and writes it to test/bench/results/.
+#
+# Environment: BENCH_RUNS (default 5; 3 with BENCH_QUICK=1), BENCH_QUICK=1 (smaller sizes),
+# BENCH_ONLY="fillscan bfs" (a subset of workloads), BENCH_TIMEOUT (s per run, default 300),
+# BENCH_RECORD_OPTS (extra `fltrace record` options, e.g. "--poll spin"), FLTRACE_BUILD (build dir).
+# Times are never pass/fail: the exit status is non-zero only if the bench itself could not run.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${FLTRACE_BUILD:-build}
+B=$ROOT/$BUILD
+FLTRACE=$B/bin/fltrace
+BENCH_BIN=$B/bench
+RESULTS=$ROOT/test/bench/results
+QUICK=${BENCH_QUICK:-0}
+if [ "$QUICK" = 1 ]; then RUNS=${BENCH_RUNS:-3}; else RUNS=${BENCH_RUNS:-5}; fi
+TIMEOUT=${BENCH_TIMEOUT:-300}
+read -r -a RECORD_OPTS <<< "${BENCH_RECORD_OPTS:-}"
+AMPLE_MB=4096 MAX_MB=8192
+PERF=/usr/bin/perf
+export LC_ALL=C # deterministic sort order and number formats, for every workload and for us
+
+# Sizes: full (≈10 min on 2 vCPUs) and quick.
+if [ "$QUICK" = 1 ]; then
+	FS_MB=64 PY_N=300000 SQL_ROWS=200000 SORT_LINES=500000 BFS_SCALE=18 FLOOR_PAGES=2048 FLOOR_REPS=3
+else
+	FS_MB=256 PY_N=1000000 SQL_ROWS=500000 SORT_LINES=2500000 BFS_SCALE=20 FLOOR_PAGES=8192 FLOOR_REPS=5
+fi
+WORKLOADS=(startup fillscan fillscan-8t bfs python sqlite sort)
+[ -n "${BENCH_ONLY:-}" ] && read -r -a WORKLOADS <<< "$BENCH_ONLY"
+
+TMP=$(mktemp -d /tmp/fltrace-bench.XXXXXX)
+cleanup() { rm -rf "$TMP"; }
+trap cleanup EXIT
+trap 'echo "bench: interrupted" >&2; exit 130' INT TERM
+PROBLEMS=() # misbehaviour seen (timeouts, failures, changed output): printed at the end
+
+say() { printf '%s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------------------------------------
+# Build and inputs
+
+build() {
+	local cc=${CC:-cc} flags=(-std=gnu11 -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror
+		-D_GNU_SOURCE -pthread)
+	if [ ! -x "$FLTRACE" ] || [ ! -f "$B/lib/fltrace/libfltrace.so" ] || [ ! -x "$B/progs/fillscan" ]; then
+		say "bench: $FLTRACE, its preload library or $B/progs is missing; run 'make' first"
+		exit 1
+	fi
+	mkdir -p "$BENCH_BIN"
+	local p
+	for p in runstat bfs uffd_floor; do
+		local src=$ROOT/test/bench/$p.c out=$BENCH_BIN/$p libs=()
+		[ "$p" = uffd_floor ] && libs=(-lunwind)
+		if [ ! -x "$out" ] || [ "$src" -nt "$out" ]; then
+			"$cc" "${flags[@]}" -o "$out" "$src" "${libs[@]}" || exit 1
+		fi
+	done
+	# report_bench.sh's synthetic trace comes from the report unit test's generator
+	make -s -C "$ROOT" BUILD="$BUILD" "$BUILD/test/unit/test_report" > /dev/null || say "bench: test_report not built"
+}
+
+make_inputs() {
+	cat > "$TMP/dict.py" <<- 'EOF'
+	import hashlib, sys
+	n = int(sys.argv[1])
+	d = {i: "v%09d" % (i * 7919 % n) for i in range(n)}
+	l = sorted(d.values())
+	h = hashlib.sha256()
+	for s in l:
+	    h.update(s.encode())
+	print("python dict", len(d), h.hexdigest())
+	EOF
+	cat > "$TMP/table.sql" <<- EOF
+	CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v TEXT);
+	WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < $SQL_ROWS)
+	  INSERT INTO t SELECT x, (x * 2654435761) % 1000003, printf('%064d', x * 7919) FROM c;
+	CREATE INDEX tk ON t(k);
+	SELECT count(*), sum(k), max(v) FROM t WHERE k % 7 = 3;
+	SELECT k % 100 AS b, count(*), sum(id) FROM t GROUP BY b ORDER BY b LIMIT 3;
+	SELECT count(*) FROM t a JOIN t b ON a.k = b.id WHERE a.id % 10 = 0;
+	EOF
+	# ~40-byte lines (Park-Miller generator: exact in awk's doubles), ~100 MB in the full size
+	awk -v n="$SORT_LINES" 'BEGIN { x = 12345; for (i = 0; i < n; i++) {
+		x = (x * 16807) % 2147483647; printf "%010d %028d\n", x, i } }' > "$TMP/sort.in"
+}
+
+# workload_cmd NAME: sets CMD (the command line) and EXTRA_OUT (a file the command writes that is
+# part of its output, or "")
+workload_cmd() {
+	EXTRA_OUT=
+	case $1 in
+	startup) CMD=(/bin/true) ;;
+	fillscan) CMD=("$B/progs/fillscan" "$FS_MB" 3 1) ;;
+	fillscan-8t) CMD=("$B/progs/fillscan" "$FS_MB" 3 8) ;;
+	bfs) CMD=("$BENCH_BIN/bfs" "$BFS_SCALE" 8 2) ;;
+	python) CMD=(/usr/bin/python3 "$TMP/dict.py" "$PY_N") ;;
+	sqlite) CMD=(/usr/bin/sqlite3 :memory: ".read $TMP/table.sql") ;;
+	sort) CMD=(/usr/bin/sort -o "$TMP/sort.out" "$TMP/sort.in"); EXTRA_OUT=$TMP/sort.out ;;
+	*) say "bench: unknown workload '$1' (known: startup fillscan fillscan-8t bfs python sqlite sort)"
+	   exit 1 ;;
+	esac
+}
+
+# ---------------------------------------------------------------------------------------------
+# Measuring one run
+
+# stats_get DIR KEY sum|max: KEY of the last stats line of every process traced into DIR
+stats_get() {
+	local f
+	for f in "$1"/fltrace-data-stats-*.out; do [ -f "$f" ] && tail -n 1 "$f" && echo; done |
+		awk -F, -v k="$2" -v op="$3" '
+		{ for (i = 2; i <= NF; i++) { split($i, kv, ":"); if (kv[1] == k) {
+			v = kv[2] + 0; if (op == "max") { if (v > r) r = v } else r += v } } }
+		END { printf "%.0f\n", r + 0 }'
+}
+
+# run_one WL MODE RUN: runs workload WL in MODE (native ample quarter perf perfstat) and appends
+# one line to $TMP/runs: wl mode run time_s rss_kb faults zero refetch trace_bytes nostack hwm
+# status outsum L_MB
+run_one() {
+	local wl=$1 mode=$2 run=$3 dir=$TMP/trace/$1-$2 pre=() lmb=- status
+	workload_cmd "$wl"
+	rm -rf "$dir"; mkdir -p "$dir"
+	case $mode in
+	native) ;;
+	ample) lmb=$AMPLE_MB ;;
+	quarter) lmb=${QUARTER_MB[$wl]} ;;
+	perf) pre=("$PERF" record -e page-faults -c 1 -g -o "$dir/perf.data" --) ;;
+	perfstat) pre=("$PERF" stat -x, -e page-faults -o "$dir/perfstat.txt" --) ;;
+	esac
+	[ "$lmb" != - ] && pre=("$FLTRACE" record -L "$lmb" -M "$MAX_MB" "${RECORD_OPTS[@]}" -o "$dir" --)
+	rm -f "$TMP/rs"
+	"$BENCH_BIN/runstat" "$TMP/rs" timeout -k 5 "$TIMEOUT" "${pre[@]}" "${CMD[@]}" \
+		> "$dir/stdout" 2> "$dir/stderr" < /dev/null
+	local t rss code
+	read -r t rss code < "$TMP/rs" || { t=0 rss=0 code=999; }
+	status=ok
+	if [ "$code" = 124 ] || [ "$code" = 137 ]; then
+		status=timeout
+		PROBLEMS+=("$wl/$mode run $run: timed out after ${TIMEOUT}s: ${pre[*]} ${CMD[*]}")
+	elif [ "$code" != 0 ]; then
+		status=exit$code
+		PROBLEMS+=("$wl/$mode run $run: exit $code: ${pre[*]} ${CMD[*]}; stderr: $(tail -n 2 "$dir/stderr" | tr '\n' ' ')")
+	fi
+	local outsum
+	outsum=$(cat "$dir/stdout" ${EXTRA_OUT:+"$EXTRA_OUT"} | md5sum | cut -c1-12)
+	[ -n "$EXTRA_OUT" ] && rm -f "$EXTRA_OUT"
+	if [ "$mode" != native ] && [ "$status" = ok ] && [ -n "${OUTSUM[$wl]:-}" ] && [ "$outsum" != "${OUTSUM[$wl]}" ]; then
+		status=output-differs
+		PROBLEMS+=("$wl/$mode run $run: output differs from the native run: ${pre[*]} ${CMD[*]}")
+	fi
+	[ "$mode" = native ] && [ "$status" = ok ] && OUTSUM[$wl]=$outsum
+	local faults=0 zero=0 refetch=0 tbytes=0 nostack=0 hwm=0
+	case $mode in
+	ample | quarter)
+		faults=$(stats_get "$dir" faults sum) zero=$(stats_get "$dir" faults_zp sum)
+		refetch=$(stats_get "$dir" faults_refetch sum) tbytes=$(stats_get "$dir" trace_bytes sum)
+		nostack=$(stats_get "$dir" faults_nostack sum) hwm=$(stats_get "$dir" vm_hwm max)
+		PEAK=$(stats_get "$dir" resident_peak_bytes max) ;;
+	perf)
+		faults=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$dir/stderr" | tail -n 1)
+		tbytes=$(stat -c %s "$dir/perf.data" 2> /dev/null || echo 0)
+		rm -f "$dir/perf.data" ;;
+	perfstat)
+		faults=$(awk -F, '$3 == "page-faults" { print $1 }' "$dir/perfstat.txt") ;;
+	esac
+	echo "$wl $mode $run $t $rss ${faults:-0} $zero $refetch $tbytes $nostack $hwm $status $outsum $lmb" >> "$TMP/runs"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Summaries
+
+# col WL MODE N: the Nth field (1-based, see run_one) of every successful run of WL in MODE
+# (run 0 is the warm-up: it does not count, except for perf stat, which runs only then)
+col() { awk -v w="$1" -v m="$2" -v n="$3" '$1 == w && $2 == m && $12 == "ok" && ($3 > 0 || m == "perfstat") { print $n }' "$TMP/runs"; }
+# med / lo / hi: median, minimum, maximum of numbers on stdin ("" if none)
+med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.6g\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+lo() { sort -g | head -n 1; }
+hi() { sort -g | tail -n 1; }
+fmt() { [ -n "$2" ] && printf "$1" "$2" || printf -- -; } # fmt FORMAT VALUE: "-" for no value
+calc() { awk "BEGIN { $1 }" 2> /dev/null; }              # calc 'if (...) printf ...'
+
+# leaf_share DIR: % of faults whose innermost frame resolves to a source line (report --by line)
+leaf_share() {
+	"$FLTRACE" report -i "$1" --by line > /dev/null 2>&1 || return
+	cat "$1"/fltrace-data-report-*.out 2> /dev/null | awk -F, '
+		$1 == "ips" { for (i = 1; i <= NF; i++) { if ($i == "count") c = i; if ($i == "code") k = i }; next }
+		c && k { n = $c + 0; all += n; split($k, f, "<//>"); if (f[1] !~ /^\?\?/) ok += n }
+		END { if (all) printf "%.1f\n", 100 * ok / all }'
+}
+
+ROWS=() # CSV rows of the table, in order
+HEADER="workload,mode,L_MB,runs,time_s,time_min_s,time_max_s,x_native,faults,faults_zero,faults_refetch,us_per_fault,trace_bytes_per_fault,peak_rss_mb,perfstat_faults,zero_vs_perfstat_pct,leaf_src_pct,note"
+
+summarize() { # WL: appends its rows to ROWS
+	local wl=$1 mode nat nt
+	nat=$(col "$wl" native 4 | med)
+	local pstat; pstat=$(col "$wl" perfstat 6 | med)
+	for mode in native ample quarter perf; do
+		local n t tmin tmax x faults zero refetch usf bpf rss pct leaf note lmb
+		n=$(col "$wl" "$mode" 4 | wc -l)
+		lmb=$(awk -v w="$wl" -v m="$mode" '$1 == w && $2 == m && $3 > 0 { l = $14 } END { print l }' "$TMP/runs")
+		[ -z "$lmb" ] && continue
+		t=$(col "$wl" "$mode" 4 | med) tmin=$(col "$wl" "$mode" 4 | lo) tmax=$(col "$wl" "$mode" 4 | hi)
+		faults=$(col "$wl" "$mode" 6 | med) zero=$(col "$wl" "$mode" 7 | med)
+		refetch=$(col "$wl" "$mode" 8 | med)
+		x=$(calc "if ($nat + 0 > 0 && \"$t\" != \"\") printf \"%.2f\", $t / $nat")
+		usf= bpf= rss= pct= leaf= note=
+		case $mode in
+		native)
+			faults=$pstat zero= refetch=
+			rss=$(col "$wl" native 5 | med); rss=$(calc "printf \"%.0f\", ${rss:-0} / 1024")
+			note="faults: perf stat page-faults (all kinds)" ;;
+		ample | quarter | perf)
+			usf=$(calc "if ($faults + 0 > 0 && \"$t\" != \"\") printf \"%.1f\", ($t - $nat) * 1e6 / $faults")
+			bpf=$(calc "if ($faults + 0 > 0) printf \"%.0f\", $(col "$wl" "$mode" 9 | med) / $faults")
+			;;&
+		ample | quarter)
+			rss=$(col "$wl" "$mode" 11 | med); rss=$(calc "printf \"%.0f\", ${rss:-0} / 1048576")
+			local lost; lost=$(col "$wl" "$mode" 10 | hi)
+			note="zero $zero refetch $refetch"
+			[ "${lost:-0}" != 0 ] && note="$note; nostack up to $lost" ;;&
+		ample)
+			pct=$(calc "if ($pstat + 0 > 0) printf \"%.1f\", 100 * $zero / $pstat")
+			[ -n "${LEAF[$wl]:-}" ] && leaf=${LEAF[$wl]}
+			[ -n "$pct" ] && note="$note; zero = $pct% of perf stat"
+			[ -n "$leaf" ] && note="$note; leaf on a source line: $leaf%" ;;
+		perf)
+			zero= refetch= note="faults: samples written" ;;
+		esac
+		local bad; bad=$(awk -v w="$wl" -v m="$mode" '$1 == w && $2 == m && $12 != "ok" { print $12 }' "$TMP/runs" | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')
+		[ -n "$bad" ] && note="$note; FAILED RUNS: $bad"
+		[ "$n" = 0 ] && t= tmin= tmax= x=
+		ROWS+=("$wl,$mode,$lmb,$n,$t,$tmin,$tmax,$x,$faults,$zero,$refetch,$usf,$bpf,$rss,$pstat,$pct,$leaf,\"$note\"")
+	done
+}
+
+print_table() { # the CSV rows as an aligned table
+	printf '%-12s %-26s %6s %8s %-17s %6s %8s %7s %5s %6s  %s\n' workload mode "-L MB" "time s" "min-max" \
+		"x nat" faults "us/flt" "B/flt" "RSS MB" notes
+	local r
+	for r in "${ROWS[@]}"; do
+		local note=${r#*\"} head=${r%%,\"*}
+		note=${note%\"}
+		IFS=, read -r wl mode lmb n t tmin tmax x faults zero refetch usf bpf rss pstat pct leaf <<< "$head"
+		local mm=-
+		[ -n "$tmin" ] && mm=$(printf '%.3g-%.3g' "$tmin" "$tmax")
+		printf '%-12s %-26s %6s %8s %-17s %6s %8s %7s %5s %6s  %s\n' "$wl" "$mode" "$lmb" \
+			"$(fmt %.3f "$t")" "$mm" "$(fmt %s "$x")" "$(fmt %s "$faults")" "$(fmt %s "$usf")" \
+			"$(fmt %s "$bpf")" "$(fmt %s "$rss")" "$note"
+	done
+}
+
+# ---------------------------------------------------------------------------------------------
+# Main
+
+START=$(date +%s)
+build
+make_inputs
+declare -A QUARTER_MB OUTSUM LEAF
+: > "$TMP/runs"
+say "bench: $RUNS runs per mode, quick=$QUICK, workloads: ${WORKLOADS[*]}; $(nproc) CPUs, Linux $(uname -r)"
+
+for wl in "${WORKLOADS[@]}"; do
+	say "bench: $wl: warm-up (native, ample for the peak, perf stat)"
+	run_one "$wl" native 0
+	PEAK=0
+	run_one "$wl" ample 0
+	if [ "${PEAK:-0}" -gt 0 ]; then
+		QUARTER_MB[$wl]=$(( (PEAK / 4 + 1048575) / 1048576 ))
+	fi
+	run_one "$wl" perfstat 0
+	for ((r = 1; r <= RUNS; r++)); do
+		say "bench: $wl: run $r/$RUNS"
+		run_one "$wl" native "$r"
+		run_one "$wl" ample "$r"
+		[ -n "${QUARTER_MB[$wl]:-}" ] && run_one "$wl" quarter "$r"
+		run_one "$wl" perf "$r"
+	done
+	# accuracy of the stacks on our own programs, from the last ample trace
+	case $wl in fillscan | bfs) LEAF[$wl]=$(leaf_share "$TMP/trace/$wl-ample") ;; esac
+done
+
+say "bench: per-fault floor (uffd_floor $FLOOR_PAGES pages x $FLOOR_REPS)"
+"$BENCH_BIN/uffd_floor" "$FLOOR_PAGES" "$FLOOR_REPS" > "$TMP/floor" || PROBLEMS+=("uffd_floor failed")
+
+say "bench: report speed"
+REPORT_LINES=()
+big=$(awk '$2 == "ample" || $2 == "quarter" { print $6, $1 "-" $2 }' "$TMP/runs" | sort -n | tail -n 1)
+if [ -n "$big" ]; then
+	set -- $big
+	if [ -d "$TMP/trace/$2" ]; then
+		rm -f "$TMP/trace/$2"/fltrace-data-report-*.out
+		t0=$EPOCHREALTIME
+		if "$FLTRACE" report -i "$TMP/trace/$2" > /dev/null 2> "$TMP/report.err"; then
+			t1=$EPOCHREALTIME
+			REPORT_LINES+=("report-largest ($2): $1 faults in $(calc "printf \"%.2f\", $t1 - $t0") s = $(calc "printf \"%.0f\", $1 / ($t1 - $t0)") faults/s")
+		else
+			PROBLEMS+=("fltrace report -i <trace of $2> failed: $(head -n 2 "$TMP/report.err")")
+		fi
+	fi
+fi
+while IFS= read -r line; do REPORT_LINES+=("$line"); done < <(bash "$ROOT/test/bench/report_bench.sh" "$BUILD" 2>&1)
+
+for wl in "${WORKLOADS[@]}"; do summarize "$wl"; done
+while IFS=, read -r _ name m lo_ hi_; do
+	ROWS+=("floor,$name,,$FLOOR_REPS,,,,,,,,$m,,,,,,\"µs per fault, min-max $lo_-$hi_\"")
+done < "$TMP/floor"
+for line in "${REPORT_LINES[@]}"; do
+	# "report-NAME: N faults in T s = F faults/s"
+	name=${line%%:*} n=$(sed -n 's/.*: \([0-9]*\) faults in \([0-9.]*\) s = \([0-9]*\) faults\/s.*/\1 \2 \3/p' <<< "$line")
+	if [ -n "$n" ]; then
+		set -- $n
+		ROWS+=("report,${name#report-},,1,$2,,,,$1,,,,,,,,,\"$3 faults/s\"")
+	else
+		ROWS+=("report,${name#report-},,0,,,,,,,,,,,,,,\"${line#*: }\"")
+	fi
+done
+
+DATE=$(date +%F)
+mkdir -p "$RESULTS"
+{ echo "$HEADER"; printf '%s\n' "${ROWS[@]}"; } > "$RESULTS/latest.csv"
+cp "$RESULTS/latest.csv" "$RESULTS/$DATE.csv"
+{ echo "workload mode run time_s rss_kb faults zero refetch trace_bytes nostack hwm status outsum L_MB"
+  cat "$TMP/runs"; } | tr ' ' , > "$RESULTS/latest-runs.csv"
+
+echo
+echo "fltrace bench, $DATE, $(nproc) CPUs, Linux $(uname -r); median of $RUNS runs (quick=$QUICK); \
+$(( $(date +%s) - START )) s in all"
+print_table
+echo
+# the gap between fltrace and the floors, from the fill-and-scan rows
+fs_a=$(printf '%s\n' "${ROWS[@]}" | awk -F, '$1 == "fillscan" && $2 == "ample" { print $12 }')
+fs_q=$(printf '%s\n' "${ROWS[@]}" | awk -F, '$1 == "fillscan" && $2 == "quarter" { print $12 }')
+fl_h=$(awk -F, '$2 == "handler-same-core" { print $3 }' "$TMP/floor")
+fl_s=$(awk -F, '$2 == "signal+unwind-same-core" { print $3 }' "$TMP/floor")
+fl_b=$(awk -F, '$2 == "sigbus+unwind-1-thread" { print $3 }' "$TMP/floor")
+if [ -n "$fs_a" ] && [ -n "$fl_h" ]; then
+	calc "printf \"gap: fillscan costs %s us/fault at ample -L and %s at quarter -L; floors: handler thread %s, + signal + unwind %s, SIGBUS in-thread %s us: fltrace = %.1fx the signal+unwind floor\n\", \"$fs_a\", \"${fs_q:--}\", \"$fl_h\", \"$fl_s\", \"$fl_b\", $fs_a / ($fl_s + 0.000001)"
+fi
+cat <<- 'EOF'
+
+	How to read it: one row per workload and mode. native = the program alone; ample = `fltrace
+	record` with -L larger than the program's peak (only first-touch faults); quarter = -L a quarter
+	of the peak tracked resident memory of an ample run (evictions and re-fetches); perf = `perf record
+	-e page-faults -c 1 -g`. time s is the median wall time, min-max its range over the runs, x nat
+	the ratio of medians to native. faults: fltrace's recorded faults (native: `perf stat -e
+	page-faults`, every fault the kernel takes; perf: samples written). us/flt = (median time -
+	native median) / faults: what one recorded fault costs the program. B/flt: trace (or perf.data)
+	bytes per fault. RSS MB: peak RSS (native: the process; fltrace: VmHWM, which includes the far
+	store, emulated in the process). Accuracy: zero = first-touch faults on tracked memory at ample -L,
+	as a share of all faults perf stat counts (perf also counts stack, library, file and page-table
+	faults that fltrace does not track, so below 100% is expected; far above 100% would be double
+	counting); leaf on a source line = share of faults whose innermost frame resolves to file:line.
+	floor rows: the raw userfaultfd round trip on this machine (uffd_floor.c), µs per fault; the gap
+	line compares them with fillscan. report rows: `fltrace report` speed. Noise: shared VM; read
+	ratios and orders of magnitude, compare only numbers from the same invocation.
+	EOF
+echo "results: $RESULTS/latest.csv (and $DATE.csv, latest-runs.csv for every run)"
+if [ ${#PROBLEMS[@]} -gt 0 ]; then
+	echo
+	echo "problems seen (fltrace or a workload misbehaved; not a timing verdict):"
+	for p in "${PROBLEMS[@]}"; do echo "  $p"; done
+fi
+exit 0

@@ -1,0 +1,247 @@
+/* Bench: the per-fault floor on this machine, the raw cost of resolving a first-touch fault through
+ * userfaultfd in each way a tracer can (handler thread, + signal and unwind, SIGBUS in-thread).
+ * Usage: uffd_floor [pages=8192] [reps=5]; prints "floor,<mode>,<median_us>,<min_us>,<max_us>". */
+#define UNW_LOCAL_ONLY
+#include <errno.h>
+#include <fcntl.h>
+#include <libunwind.h>
+#include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE 4096ul
+#define MAX_REPS 64
+#define DEPTH 64
+
+enum mode {
+	MODE_NATIVE,  /* no userfaultfd: the kernel's own first-touch fault */
+	MODE_HANDLER, /* handler thread: read -> UFFDIO_COPY (wakes) -> resume */
+	MODE_SIGNAL,  /* handler thread: read -> UFFDIO_COPY DONTWAKE -> signal; the faulting
+	                 thread unwinds in its handler and retries the access */
+	MODE_SIGBUS,  /* UFFD_FEATURE_SIGBUS: the faulting thread unwinds and copies in its handler */
+};
+
+struct floor_case {
+	const char *name;
+	enum mode mode;
+	int app_cpu, handler_cpu; /* -1: not pinned */
+	int threads;              /* faulting threads (SIGBUS mode) */
+};
+
+/* One measurement's shared state; the signal handlers reach it through this root. */
+static struct {
+	int uffd;
+	char *area;
+	size_t pages;
+	pid_t app_tid;
+	char src[PAGE] __attribute__((aligned(PAGE)));
+	volatile uint64_t unwound; /* frames seen by the handlers, so the unwind is not elided */
+} fl;
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "uffd_floor: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void pin(int cpu)
+{
+	if (cpu < 0)
+		return;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) {
+		errno = EINVAL;
+		die("pthread_setaffinity_np");
+	}
+}
+
+static int uffd_open(uint64_t features)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (fd < 0)
+		die("userfaultfd (needs root or vm.unprivileged_userfaultfd=1)");
+	struct uffdio_api api = { .api = UFFD_API, .features = features };
+	if (ioctl(fd, UFFDIO_API, &api) < 0)
+		die("UFFDIO_API");
+	return fd;
+}
+
+static void uffd_copy(uint64_t page_addr, uint64_t mode)
+{
+	struct uffdio_copy c = { .dst = page_addr, .src = (uintptr_t)fl.src, .len = PAGE, .mode = mode };
+	if (ioctl(fl.uffd, UFFDIO_COPY, &c) < 0 && errno != EEXIST)
+		die("UFFDIO_COPY");
+}
+
+static void on_signal(int sig, siginfo_t *si, void *uc __attribute__((unused)))
+{
+	void *ips[DEPTH];
+	fl.unwound += (uint64_t)unw_backtrace(ips, DEPTH);
+	if (sig == SIGBUS)
+		uffd_copy((uintptr_t)si->si_addr & ~(PAGE - 1), 0);
+}
+
+struct handler_arg {
+	int cpu;
+	enum mode mode;
+};
+
+static void *handler_main(void *p)
+{
+	struct handler_arg *a = p;
+	pin(a->cpu);
+	for (size_t served = 0; served < fl.pages;) {
+		struct uffd_msg msg;
+		ssize_t n = read(fl.uffd, &msg, sizeof(msg));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != sizeof(msg))
+			die("read uffd");
+		if (msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		uint64_t page = msg.arg.pagefault.address & ~(PAGE - 1);
+		if (a->mode == MODE_SIGNAL) {
+			uffd_copy(page, UFFDIO_COPY_MODE_DONTWAKE);
+			syscall(SYS_tgkill, getpid(), fl.app_tid, SIGUSR1);
+		} else {
+			uffd_copy(page, 0);
+		}
+		served++;
+	}
+	return NULL;
+}
+
+struct toucher_arg {
+	size_t first, count;
+	int cpu;
+};
+
+static void *toucher_main(void *p)
+{
+	struct toucher_arg *t = p;
+	pin(t->cpu);
+	for (size_t i = t->first; i < t->first + t->count; i++)
+		fl.area[i * PAGE] = 1;
+	return NULL;
+}
+
+/* One repetition: a fresh area of fl.pages pages, each written once; returns µs per fault. */
+static double floor_once(const struct floor_case *c)
+{
+	size_t len = fl.pages * PAGE;
+	fl.area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fl.area == MAP_FAILED)
+		die("mmap");
+	if (c->mode != MODE_NATIVE) {
+		fl.uffd = uffd_open(c->mode == MODE_SIGBUS ? UFFD_FEATURE_SIGBUS : 0);
+		struct uffdio_register reg = {
+			.range = { .start = (uintptr_t)fl.area, .len = len },
+			.mode = UFFDIO_REGISTER_MODE_MISSING,
+		};
+		if (ioctl(fl.uffd, UFFDIO_REGISTER, &reg) < 0)
+			die("UFFDIO_REGISTER");
+	}
+	pin(c->app_cpu);
+	fl.app_tid = (pid_t)syscall(SYS_gettid);
+	pthread_t handler;
+	struct handler_arg ha = { .cpu = c->handler_cpu, .mode = c->mode };
+	if ((c->mode == MODE_HANDLER || c->mode == MODE_SIGNAL) &&
+	    pthread_create(&handler, NULL, handler_main, &ha) != 0)
+		die("pthread_create");
+	usleep(1000); /* let the handler block in read() first */
+
+	double t0 = now_us();
+	if (c->threads > 1) {
+		pthread_t tids[8];
+		struct toucher_arg ta[8];
+		size_t per = fl.pages / (size_t)c->threads;
+		for (int i = 0; i < c->threads; i++) {
+			ta[i] = (struct toucher_arg){ .first = (size_t)i * per, .count = per, .cpu = i % 2 };
+			if (pthread_create(&tids[i], NULL, toucher_main, &ta[i]) != 0)
+				die("pthread_create");
+		}
+		for (int i = 0; i < c->threads; i++)
+			pthread_join(tids[i], NULL);
+	} else {
+		struct toucher_arg ta = { .first = 0, .count = fl.pages, .cpu = -1 };
+		toucher_main(&ta);
+	}
+	double t1 = now_us();
+
+	if (c->mode == MODE_HANDLER || c->mode == MODE_SIGNAL)
+		pthread_join(handler, NULL);
+	if (c->mode != MODE_NATIVE)
+		close(fl.uffd);
+	munmap(fl.area, len);
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		CPU_SET(i, &all);
+	sched_setaffinity(0, sizeof(all), &all);
+	size_t faults = c->threads > 1 ? fl.pages / (size_t)c->threads * (size_t)c->threads : fl.pages;
+	return (t1 - t0) / (double)faults;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	fl.pages = argc > 1 ? strtoul(argv[1], NULL, 10) : 8192;
+	int reps = argc > 2 ? atoi(argv[2]) : 5;
+	if (fl.pages < 16 || reps < 1 || reps > MAX_REPS) {
+		fprintf(stderr, "usage: uffd_floor [pages >= 16] [reps 1..%d]\n", MAX_REPS);
+		return 2;
+	}
+	memset(fl.src, 0x5a, sizeof(fl.src));
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO | SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGUSR1, &sa, NULL) < 0 || sigaction(SIGBUS, &sa, NULL) < 0)
+		die("sigaction");
+
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	int other = ncpu > 1 ? 1 : 0;
+	const struct floor_case cases[] = {
+		{ "native-first-touch", MODE_NATIVE, 0, -1, 1 },
+		{ "handler-same-core", MODE_HANDLER, 0, 0, 1 },
+		{ "handler-cross-core", MODE_HANDLER, 0, other, 1 },
+		{ "signal+unwind-same-core", MODE_SIGNAL, 0, 0, 1 },
+		{ "signal+unwind-cross-core", MODE_SIGNAL, 0, other, 1 },
+		{ "sigbus+unwind-1-thread", MODE_SIGBUS, 0, -1, 1 },
+		{ "sigbus+unwind-2-threads", MODE_SIGBUS, -1, -1, 2 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		double us[MAX_REPS];
+		for (int r = 0; r < reps; r++)
+			us[r] = floor_once(&cases[i]);
+		qsort(us, (size_t)reps, sizeof(us[0]), cmp_double);
+		double med = reps % 2 ? us[reps / 2] : (us[reps / 2 - 1] + us[reps / 2]) / 2;
+		printf("floor,%s,%.2f,%.2f,%.2f\n", cases[i].name, med, us[0], us[reps - 1]);
+		fflush(stdout);
+	}
+	if (fl.unwound == 0)
+		fprintf(stderr, "uffd_floor: warning: unw_backtrace returned no frames\n");
+	return 0;
+}

@@ -1,0 +1,143 @@
+# record: the traced program must not notice (same output at a small -L), every fault is recorded
+# with its exact stack, the cap holds, and every way of ending leaves a readable trace.
+source "$(dirname "$0")/../lib.sh"
+
+if ! have_uffd; then
+	skip record_memory "userfaultfd is not available to this user"
+	exit 0
+fi
+
+# same_output NAME "RECORD OPTIONS" ARGS...: stdout + exit status traced equal the native run's
+same_output() {
+	local name=$1 opts=$2; shift 2
+	local dir=$TMP/$name
+	mkdir -p "$dir"
+	"$@" > "$dir/native" 2>&1; echo "exit $?" >> "$dir/native"
+	# shellcheck disable=SC2086
+	timeout 120 "$FLTRACE" record $opts -o "$dir" -- "$@" > "$dir/traced" 2> "$dir/err"
+	local rc=$?
+	echo "exit $rc" >> "$dir/traced"
+	if [ $rc = 124 ]; then fail "$name" "hung (timeout): $*"; return 1; fi
+	if ! cmp -s "$dir/native" "$dir/traced"; then
+		fail "$name" "output differs: $(diff "$dir/native" "$dir/traced" | head -4 | tr '\n' ' ') stderr: $(head -c 300 "$dir/err")"
+		return 1
+	fi
+	pass "$name"
+}
+
+# stat_max DIR KEY: the largest value of KEY in the last stats line of the processes in DIR
+stat_max() {
+	local best=0 f v
+	for f in "$1"/fltrace-data-stats-*.out; do
+		v=$(tail -n 1 "$f" | tr ',' '\n' | sed -n "s/^$2://p")
+		[ -n "$v" ] && [ "$v" -gt "$best" ] && best=$v
+	done
+	echo "$best"
+}
+
+# expect_stat NAME DIR KEY OP VALUE: e.g. expect_stat x dir faults_refetch -gt 0
+expect_stat() {
+	local v; v=$(stat_max "$2" "$3")
+	if [ "$v" "$4" "$5" ]; then pass "$1"; else fail "$1" "$3 is $v, expected $4 $5"; fi
+}
+
+# --- the program must not notice, at -L far below its working set ---
+L8="-L 8 -M 2048"
+same_output fillscan_fifo "$L8 --policy fifo" "$PROGS/fillscan" 48 3 &&
+	expect_stat fillscan_fifo_refetched "$TMP/fillscan_fifo" faults_refetch -gt 10000
+same_output fillscan_clock "$L8 --policy clock" "$PROGS/fillscan" 48 3 &&
+	expect_stat fillscan_clock_cap "$TMP/fillscan_clock" resident_peak_bytes -le $((8 << 20))
+same_output fillscan_8_threads "$L8" "$PROGS/fillscan" 64 3 8 &&
+	expect_stat fillscan_8_threads_no_lost_stack "$TMP/fillscan_8_threads" faults_nostack -eq 0
+same_output fillscan_2_handlers "$L8 -C 2" "$PROGS/fillscan" 48 2 4
+for mode in fork syscalls remap madvise signals; do
+	same_output "memops_$mode" "$L8" "$PROGS/memops" "$mode"
+done
+expect_stat fork_child_traced "$TMP/memops_fork" faults -gt 1000
+if [ "$(ls "$TMP"/memops_fork/fltrace-data-stats-*.out | wc -l)" -ge 2 ]; then
+	pass fork_child_own_files
+else
+	fail fork_child_own_files "expected the fork child to write its own stats file"
+fi
+expect_stat syscall_faults_recorded "$TMP/memops_syscalls" faults_syscall -gt 0
+
+# --- exact fault counts and callsites, at -O0 and -O2, with and without frame pointers ---
+line_of() { grep -n "/\* $1 \*/" "$ROOT/test/progs/stacks.c" | head -1 | cut -d: -f1; }
+LW=$(line_of 'LEAF-W'); LR=$(line_of 'LEAF-R')
+CT=$(line_of 'CALL-TOUCH'); CR=$(line_of 'CALL-READ'); CM=$(line_of 'CALL-MIDDLE')
+for v in O0 O2 O2-fp; do
+	dir=$TMP/stacks-$v
+	mkdir -p "$dir"
+	timeout 60 "$FLTRACE" record -L 64 -M 256 -o "$dir" -- "$PROGS/stacks-$v" > /dev/null 2>&1
+	"$FLTRACE" report -i "$dir" > /dev/null 2>&1
+	got=$(python3 - "$dir" <<'PY'
+import csv, glob, sys
+rows = []
+for f in glob.glob(sys.argv[1] + "/fltrace-data-report-*.out"):
+    for r in csv.DictReader(open(f)):
+        frames = [c.split("<<<")[0].split("/")[-1] for c in r["code"].split("<//>")]
+        if frames and frames[0].startswith("stacks.c:"):
+            rows.append("%s %s %s" % (r["count"], r["op"], " ".join(frames[:3])))
+print(";".join(sorted(rows)))
+PY
+)
+	want="100 write stacks.c:$LW stacks.c:$CT stacks.c:$CM;50 read stacks.c:$LR stacks.c:$CR stacks.c:$CM"
+	expect_eq "stacks_exact_$v" "faults by callsite" "$want" "$got"
+done
+
+# --- the cap, seen from outside: resident pages of registered memory never exceed -L ---
+dir=$TMP/cap; mkdir -p "$dir"
+"$FLTRACE" record -L 12 -M 1024 -o "$dir" -- "$PROGS/fillscan" 96 12 > /dev/null 2>&1 &
+rec=$!
+peak=0
+for _ in $(seq 1 150); do
+	pid=$(pgrep -n -P "$rec" fillscan 2>/dev/null || true)
+	[ -z "$pid" ] && { sleep 0.02; kill -0 $rec 2>/dev/null || break; continue; }
+	# registered (userfaultfd "um") VMAs minus the far store, which is the one of size -M - -L;
+	# read with the process stopped: smaps is walked, not snapshotted, and a sequential scan
+	# racing the walk would be counted twice
+	kill -STOP "$pid" 2>/dev/null || continue
+	kb=$(awk -v far=$(((1024 - 12) * 1024)) '
+		/^[0-9a-f]+-[0-9a-f]+ / { split($1, a, "-"); size = 0; rss = 0 }
+		/^Size:/ { size = $2 } /^Rss:/ { rss = $2 }
+		/^VmFlags:/ { if ($0 ~ / um/ && size != far) total += rss }
+		END { print total + 0 }' "/proc/$pid/smaps" 2>/dev/null || echo 0)
+	kill -CONT "$pid" 2>/dev/null
+	[ "$kb" -gt "$peak" ] && peak=$kb
+	sleep 0.02
+done
+wait $rec
+if [ "$peak" -gt 0 ] && [ "$peak" -le $((12 * 1024)) ]; then
+	pass cap_from_outside
+else
+	fail cap_from_outside "largest resident tracked memory seen in smaps: ${peak} kB (cap 12288 kB)"
+fi
+
+# --- -M exhausted: a clear message naming a larger -M, never corruption or a hang ---
+dir=$TMP/maxmem; mkdir -p "$dir"
+timeout 60 "$FLTRACE" record -L 8 -M 24 -o "$dir" -- "$PROGS/fillscan" 64 1 > /dev/null 2> "$dir/err"
+rc=$?
+if [ $rc = 125 ] && grep -q '^fltrace: -M exhausted: .*; run again with a larger -M, e.g. -M [0-9]' "$dir/err"; then
+	pass maxmem_exhausted
+else
+	fail maxmem_exhausted "exit $rc, stderr: $(head -c 300 "$dir/err")"
+fi
+
+# --- every way of ending leaves a readable trace ---
+for how in _exit abort segv kill thread; do
+	dir=$TMP/exit-$how; mkdir -p "$dir"
+	timeout 60 "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/memops" exit "$how" > /dev/null 2>&1
+	rc=$?
+	case $how in _exit) want=3 ;; abort) want=134 ;; segv) want=139 ;; kill) want=137 ;; thread) want=4 ;; esac
+	n=$("$FLTRACE" report -i "$dir" --raw 2> "$dir/report-err" > /dev/null; cat "$dir"/fltrace-data-faults-*.out 2>/dev/null | wc -l)
+	if [ $rc = "$want" ] && [ "$n" -gt 1000 ]; then
+		pass "exit_$how"
+	else
+		fail "exit_$how" "exit $rc (want $want), $n fault lines; $(head -c 200 "$dir/report-err")"
+	fi
+done
+
+# --- sampling: -S keeps the rate and counts what it left out ---
+dir=$TMP/sample; mkdir -p "$dir"
+"$FLTRACE" record -L 8 -M 512 -S 100 -o "$dir" -- "$PROGS/fillscan" 48 2 > /dev/null 2>&1
+expect_stat sampling_counts_dropped "$dir" faults_sampled_out -gt 1000
