@@ -9,8 +9,9 @@ set -euo pipefail
 PACKAGES=(
 	build-essential binutils pkg-config
 	libjemalloc-dev libunwind-dev libelf-dev
-	python3 sqlite3 xz-utils gzip coreutils procps util-linux
-	libxml2-utils
+	python3 sqlite3 xz-utils gzip coreutils procps util-linux gdb
+	libxml2-utils chromium
+	linux-perf
 )
 
 missing=()
