@@ -35,6 +35,7 @@ struct rt_config {
 	int policy;          /* enum fltrace_policy */
 	unsigned stack_depth;
 	bool spin;           /* handler threads busy-poll instead of blocking */
+	uint64_t spin_ns;    /* adaptive: poll this long after the last fault before blocking */
 };
 
 /* ---- userfaultfd: the only owner of the fds and their ioctls (uffd.c) ---- */

@@ -88,6 +88,7 @@ static void config_parse(struct rt_config *c)
 	c->policy = pol && strcmp(pol, "fifo") == 0 ? FLTRACE_POLICY_FIFO : FLTRACE_POLICY_CLOCK;
 	const char *poll = getenv(FLTRACE_ENV_POLL);
 	c->spin = poll && strcmp(poll, "spin") == 0;
+	c->spin_ns = env_u64("FLTRACE_SPIN_US", 0) * 1000;
 	const char *cores = getenv(FLTRACE_ENV_CORES);
 	c->cores_mask = 0;
 	for (const char *p = cores; p && *p;) { /* "0,2-3" */
