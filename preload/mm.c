@@ -1,9 +1,11 @@
 /* Interposed memory-mapping calls: the program's own anonymous private memory (and jemalloc's, which
- * calls these) becomes tracked regions; every change to the address space updates the bookkeeping. */
+ * calls these) and its private file mappings become tracked regions; every change to the address
+ * space updates the bookkeeping. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,22 +29,73 @@ static void *mmap_raw(void *addr, size_t len, int prot, int flags, int fd, off_t
 	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
+/* A private mapping of a regular file can be emulated once faults can be served (RT_ON): before,
+ * nobody would fill its pages. Locked and huge-page mappings stay the kernel's. */
+static bool mmap_file_emulable(int flags, int fd)
+{
+	struct stat st;
+	return !(flags & MAP_ANONYMOUS) && fd >= 0 && (flags & MAP_TYPE) == MAP_PRIVATE &&
+	       !(flags & (MAP_HUGETLB | MAP_GROWSDOWN | MAP_STACK | MAP_LOCKED)) &&
+	       atomic_load(&rt.phase) == RT_ON && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* userfaultfd cannot register file mappings, so the part of the kernel's mapping at p that the
+ * file covers is replaced by anonymous memory, registered and filled from the file on fault. Pages
+ * wholly past the end of the file stay the kernel's file mapping: touching them raises SIGBUS, as
+ * it must. Returns the bytes emulated, 0 if nothing was (the kernel's mapping is then intact). */
+static size_t mmap_file_emulate(uintptr_t p, size_t len, int prot, int flags, int fd, off_t off)
+{
+	int file = filemap_open(fd);
+	if (file < 0)
+		return 0;
+	uint64_t size = filemap_size(file);
+	if ((uint64_t)off >= size) {
+		filemap_unref(file);
+		return 0;
+	}
+	size_t head = page_round(len);
+	if (page_round(size - (uint64_t)off) < head)
+		head = page_round(size - (uint64_t)off);
+	int aflags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | (flags & MAP_NORESERVE);
+	if (mmap_raw((void *)p, head, prot, aflags, -1, 0) == MAP_FAILED)
+		rt_die("mmap", "cannot replace a file mapping with anonymous memory", "report this as a bug");
+	if (region_add_file(p, head, prot, file, (uint64_t)off) < 0) {
+		filemap_unref(file);
+		/* Give the program the kernel's mapping back: correct, just untracked. */
+		if (mmap_raw((void *)p, head, prot, (flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, fd, off) == MAP_FAILED)
+			rt_die("mmap", "cannot restore a file mapping", "report this as a bug");
+		return 0;
+	}
+	return head;
+}
+
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	rt_early_init();
 	if (!rt_active())
 		return mmap_raw(addr, len, prot, flags, fd, off);
 	bool track = mmap_trackable(flags);
-	if (track)
+	bool file = !track && mmap_file_emulable(flags, fd);
+	if (track || file)
 		flags &= ~MAP_POPULATE; /* pages come in through the fault path, counted */
 	rt_lock();
+	/* The kernel's own mapping first (for a file too): its checks, errors and address choice are
+	 * exactly what the program would get without fltrace. */
 	void *p = mmap_raw(addr, len, prot, flags, fd, off);
 	if (p != MAP_FAILED) {
 		if (flags & MAP_FIXED)
 			region_remove((uintptr_t)p, page_round(len));
-		if (!track || region_add((uintptr_t)p, page_round(len), prot) < 0) {
+		size_t emulated = file ? mmap_file_emulate((uintptr_t)p, len, prot, flags, fd, off) : 0;
+		if (emulated) {
+			atomic_fetch_add(&rt.stats.file_map_bytes, emulated);
+			atomic_fetch_add(&rt.stats.file_maps, 1);
+		} else if (!track || region_add((uintptr_t)p, page_round(len), prot) < 0) {
 			atomic_fetch_add(&rt.stats.untracked_map_bytes, page_round(len));
 			atomic_fetch_add(&rt.stats.untracked_maps, 1);
+			if (!(flags & MAP_ANONYMOUS) && (flags & MAP_TYPE) != MAP_PRIVATE) {
+				atomic_fetch_add(&rt.stats.untracked_shared_file_bytes, page_round(len));
+				atomic_fetch_add(&rt.stats.untracked_shared_file_maps, 1);
+			}
 		}
 	}
 	rt_unlock();
@@ -67,6 +120,24 @@ EXPORT int munmap(void *addr, size_t len)
 	return ret;
 }
 
+/* A file region grown past the end of its file: those pages go back to being the kernel's file
+ * mapping (of our fd), so touching them raises SIGBUS as it would without fltrace. */
+static void mremap_file_tail(uintptr_t p, size_t len)
+{
+	const struct region *r = region_of(p);
+	if (!r || r->file < 0)
+		return;
+	uint64_t size = filemap_size(r->file);
+	uint64_t in_file = size > r->file_off ? page_round(size - r->file_off) : 0;
+	if (in_file >= len)
+		return;
+	int file = r->file;
+	uint64_t off = r->file_off + in_file;
+	int prot = PROT_READ | ((*region_page(p) & PG_WRITABLE) ? PROT_WRITE : 0);
+	region_remove(p + in_file, len - in_file);
+	mmap_raw((void *)(p + in_file), len - in_file, prot, MAP_PRIVATE | MAP_FIXED, filemap_fd(file), (off_t)off);
+}
+
 EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 {
 	void *want = NULL;
@@ -85,6 +156,7 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 		if (flags & MREMAP_DONTUNMAP) /* the old range stays, emptied */
 			region_zap((uintptr_t)old, page_round(oldlen));
 		region_remap((uintptr_t)old, page_round(oldlen), (uintptr_t)p, page_round(newlen));
+		mremap_file_tail((uintptr_t)p, page_round(newlen));
 	}
 	rt_unlock();
 	return p;
@@ -98,8 +170,15 @@ EXPORT int madvise(void *addr, size_t len, int advice)
 	if (!rt_active() || !drops)
 		return (int)syscall(SYS_madvise, addr, len, advice);
 	rt_lock();
-	/* MADV_FREE may keep a page without telling us: make it DONTNEED, which it is allowed to be. */
-	if (advice == MADV_FREE && region_page((uintptr_t)addr))
+	/* MADV_FREE may keep a page without telling us: make it DONTNEED, which it is allowed to be.
+	 * On a file mapping the kernel refuses it: so do we, though the memory is anonymous now. */
+	const struct region *r = region_of((uintptr_t)addr);
+	if (advice == MADV_FREE && r && r->file >= 0) {
+		rt_unlock();
+		errno = EINVAL;
+		return -1;
+	}
+	if (advice == MADV_FREE && r)
 		advice = MADV_DONTNEED;
 	int ret = (int)syscall(SYS_madvise, addr, len, advice);
 	if (ret == 0)

@@ -1,5 +1,6 @@
 /* Eviction: keeps the resident pages of tracked memory at or under -L by moving batches of pages
- * to the far store. The resident ring orders pages by arrival (FIFO) or gives second chances (CLOCK). */
+ * to the far store (clean file pages are dropped: the file has them). The resident ring orders pages
+ * by arrival (FIFO) or gives second chances (CLOCK). */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -110,6 +111,22 @@ static void page_set_evicted(uintptr_t page, uint32_t slot)
 	uint32_t *pg = region_page(page);
 	*pg = pg_with_state(pg_with_slot(*pg, slot), PAGE_EVICTED) & ~(PG_QUEUED | PG_REF);
 	atomic_fetch_sub(&rt.stats.resident_pages, 1);
+	if (*pg & PG_FILE)
+		atomic_fetch_add(&rt.stats.evict_file_moved, 1);
+}
+
+/* Clean file pages [first, first + n pages): dropped in one madvise; the next fault reads the file.
+ * Clean pages are read-only (mprotect, which could change that, waits for rt.lock). */
+static unsigned evict_drop_clean(uintptr_t first, unsigned n)
+{
+	syscall(SYS_madvise, first, (size_t)n << rt.page_shift, MADV_DONTNEED);
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t *pg = region_page(first + ((uintptr_t)i << rt.page_shift));
+		*pg = pg_with_state(*pg, PAGE_EMPTY) & ~(PG_QUEUED | PG_REF | PG_CLEAN);
+		atomic_fetch_sub(&rt.stats.resident_pages, 1);
+	}
+	atomic_fetch_add(&rt.stats.evict_file_dropped, n);
+	return n;
 }
 
 /* A read-only page cannot change under us (mprotect takes rt.lock): copy it out, then drop it. */
@@ -183,8 +200,16 @@ static unsigned evict_victims(uintptr_t *v, unsigned n)
 	rt_sort_u64((uint64_t *)v, n);
 	while (i < n) {
 		unsigned j = i + 1;
-		bool writable = *region_page(v[i]) & PG_WRITABLE;
-		while (j < n && v[j] == v[j - 1] + rt.page_size &&
+		uint32_t w = *region_page(v[i]);
+		if (w & PG_CLEAN) {
+			while (j < n && v[j] == v[j - 1] + rt.page_size && (*region_page(v[j]) & PG_CLEAN))
+				j++;
+			done += evict_drop_clean(v[i], j - i);
+			i = j;
+			continue;
+		}
+		bool writable = w & PG_WRITABLE;
+		while (j < n && v[j] == v[j - 1] + rt.page_size && !(*region_page(v[j]) & PG_CLEAN) &&
 		       (bool)(*region_page(v[j]) & PG_WRITABLE) == writable)
 			j++;
 		uint32_t first;

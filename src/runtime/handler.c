@@ -29,6 +29,7 @@ static struct {
 	unsigned n;
 	int stop_fd;
 	char *zero_page;
+	char *file_page; /* a page read from a file on its way in (served under rt.lock: one is enough) */
 	_Atomic uint64_t sample_sec, sample_count;
 } hd = { .stop_fd = -1 };
 
@@ -128,6 +129,7 @@ static void fault_fill(struct ft_fault *f, const struct rt_thread *t, int tid)
 	f->pages = 1;
 	f->flags = t->flags;
 	f->kind = t->kind;
+	f->region = t->kind == FT_KIND_FILE ? t->region : 0;
 	f->syscall_nr = -1;
 	f->stack_id = FT_NO_STACK;
 }
@@ -274,7 +276,20 @@ static void count_fault(uint16_t flags, uint8_t kind)
 {
 	atomic_fetch_add(&rt.stats.faults, 1);
 	atomic_fetch_add((flags & FT_FLAG_WRITE) ? &rt.stats.faults_w : &rt.stats.faults_r, 1);
-	atomic_fetch_add(kind == FT_KIND_ZERO ? &rt.stats.faults_zero : &rt.stats.faults_refetch, 1);
+	atomic_fetch_add(kind == FT_KIND_ZERO ? &rt.stats.faults_zero :
+			 kind == FT_KIND_FILE ? &rt.stats.faults_file : &rt.stats.faults_refetch, 1);
+}
+
+static __attribute__((noreturn)) void handler_die_file(uintptr_t addr, int err)
+{
+	char why[160];
+	struct fmt f;
+	fmt_init(&f, why, sizeof(why));
+	fmt_str(&f, "cannot read the file behind a mapped page (");
+	fmt_str(&f, strerror(-err));
+	fmt_str(&f, ")");
+	(void)addr;
+	rt_die("file mapping", why, "check the file is still readable (the kernel would raise SIGBUS here)");
 }
 
 /* Brings the page in; returns false if there was nothing to serve (already present, or no longer
@@ -291,11 +306,23 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
 	if (err == -ENOSPC)
 		handler_die_maxmem();
 	bool evicted = pg_state(*pg) == PAGE_EVICTED;
+	bool from_file = !evicted && (*pg & PG_FILE);
 	uint32_t slot = pg_slot(*pg);
+	const void *src = evicted ? farmem_addr(slot) : hd.zero_page;
 	t->kind = evicted ? FT_KIND_REFETCH : FT_KIND_ZERO;
-	if (!evicted)
+	if (from_file) {
+		/* Never written (or dropped clean): the file holds the page. */
+		const struct region *r = region_of(addr);
+		err = filemap_read_page(r->file, r->file_off + (addr - r->start), hd.file_page);
+		if (err < 0)
+			handler_die_file(addr, err);
+		src = hd.file_page;
+		t->kind = FT_KIND_FILE;
+		t->region = r->id;
+	} else if (!evicted) {
 		t->flags |= FT_FLAG_ZERO;
-	err = uffd_copy(rt.uffd, addr, evicted ? farmem_addr(slot) : hd.zero_page, rt.page_size, !signal);
+	}
+	err = uffd_copy(rt.uffd, addr, src, rt.page_size, !signal);
 	if (err == -EEXIST) {
 		uffd_wake(rt.uffd, addr, rt.page_size);
 	} else if (err < 0) {
@@ -305,7 +332,10 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
 	}
 	if (evicted)
 		farmem_free(slot);
-	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT);
+	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT) & ~PG_CLEAN;
+	/* Clean until it could be written: a page of a writable mapping may change without a fault. */
+	if (from_file && !(*pg & PG_WRITABLE))
+		*pg |= PG_CLEAN;
 	atomic_fetch_add(&rt.stats.resident_pages, 1);
 	evict_note_present(addr, pg);
 	return err == 0;
@@ -332,6 +362,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 	req->arrival_ns = arrival;
 	req->flags = (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) ? FT_FLAG_WRITE : 0;
 	req->kind = FT_KIND_ZERO;
+	req->region = 0;
 	req->pc_at_fault = s.pc;
 	bool served = fault_serve(req, addr, signal);
 	if (served && signal) {
@@ -484,8 +515,10 @@ int handler_start(void)
 {
 	if (!hd.zero_page)
 		hd.zero_page = rt_map(rt.page_size);
+	if (!hd.file_page)
+		hd.file_page = rt_map(rt.page_size);
 	hd.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!hd.zero_page || hd.stop_fd < 0)
+	if (!hd.zero_page || !hd.file_page || hd.stop_fd < 0)
 		return -ENOMEM;
 	unsigned n = rt.cfg.handlers ? rt.cfg.handlers : 1;
 	if (n > RT_MAX_HANDLERS)

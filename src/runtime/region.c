@@ -1,5 +1,6 @@
-/* Tracked regions: the address ranges of the program's anonymous memory that fltrace serves,
- * and the state word of each of their pages. Callers hold rt.lock. */
+/* Tracked regions: the address ranges of the program's anonymous memory (and of the private file
+ * mappings it emulates with anonymous memory) that fltrace serves, and the state word of each page.
+ * Callers hold rt.lock. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,6 +49,14 @@ uint32_t *region_page(uintptr_t addr)
 	return &regions.v[i].pages[(addr - regions.v[i].start) >> rt.page_shift];
 }
 
+const struct region *region_of(uintptr_t addr)
+{
+	size_t i = region_index(addr);
+	if (i == regions.n || regions.v[i].start > addr)
+		return NULL;
+	return &regions.v[i];
+}
+
 static int region_alloc_pages(struct region *r)
 {
 	r->pages_map_len = (region_npages(r) * sizeof(uint32_t) + rt.page_size - 1) & ~(rt.page_size - 1);
@@ -66,7 +75,9 @@ static void page_release(uint32_t *pg)
 		atomic_fetch_sub(&rt.stats.resident_pages, 1);
 		break;
 	}
-	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_EMPTY);
+	/* A file page emptied reads the file again on its next fault, as after the kernel's
+	 * MADV_DONTNEED of a private file mapping. */
+	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_EMPTY) & ~PG_CLEAN;
 }
 
 static void region_release_range(struct region *r, uintptr_t start, uintptr_t end)
@@ -87,6 +98,8 @@ static int region_insert_at(size_t i, const struct region *r)
 
 static void region_delete_at(size_t i)
 {
+	if (regions.v[i].file >= 0)
+		filemap_unref(regions.v[i].file);
 	rt_unmap(regions.v[i].pages, regions.v[i].pages_map_len);
 	memmove(&regions.v[i], &regions.v[i + 1], (regions.n - i - 1) * sizeof(struct region));
 	regions.n--;
@@ -97,20 +110,25 @@ static int region_clone_part(const struct region *r, uintptr_t start, uintptr_t 
 {
 	out->start = start;
 	out->end = end;
+	out->file = r->file;
+	out->file_off = r->file_off + (start - r->start);
+	out->id = r->id;
 	if (region_alloc_pages(out) < 0)
 		return -ENOMEM;
+	if (out->file >= 0)
+		filemap_ref(out->file);
 	memcpy(out->pages, &r->pages[(start - r->start) >> rt.page_shift],
 	       region_npages(out) * sizeof(uint32_t));
 	return 0;
 }
 
-int region_add(uintptr_t start, size_t len, int prot)
+static int region_add_common(uintptr_t start, size_t len, int prot, int file, uint64_t off)
 {
-	struct region r = { .start = start, .end = start + len };
+	struct region r = { .start = start, .end = start + len, .file = file, .file_off = off };
 	region_remove(start, len); /* MAP_FIXED over something we tracked */
 	if (region_alloc_pages(&r) < 0)
 		return -ENOMEM;
-	uint32_t init = (prot & PROT_WRITE) ? PG_WRITABLE : 0;
+	uint32_t init = ((prot & PROT_WRITE) ? PG_WRITABLE : 0) | (file >= 0 ? PG_FILE : 0);
 	if (init)
 		for (size_t i = 0; i < region_npages(&r); i++)
 			r.pages[i] = init;
@@ -130,6 +148,19 @@ int region_add(uintptr_t start, size_t len, int prot)
 	}
 	regions.tracked_bytes += len;
 	return 0;
+}
+
+int region_add(uintptr_t start, size_t len, int prot)
+{
+	return region_add_common(start, len, prot, -1, 0);
+}
+
+int region_add_file(uintptr_t start, size_t len, int prot, int file, uint64_t off)
+{
+	int err = region_add_common(start, len, prot, file, off);
+	if (err == 0)
+		regions.v[region_index(start)].id = filemap_record(file, start, len, off);
+	return err;
 }
 
 /* Forgets [start, start+len): whole regions go, partly covered ones are trimmed or split. */
@@ -178,7 +209,8 @@ void region_protect(uintptr_t start, size_t len, int prot)
 		uintptr_t lo = start > r->start ? start : r->start, hi = end < r->end ? end : r->end;
 		for (uintptr_t a = lo; a < hi; a += rt.page_size) {
 			uint32_t *pg = &r->pages[(a - r->start) >> rt.page_shift];
-			*pg = (prot & PROT_WRITE) ? (*pg | PG_WRITABLE) : (*pg & ~PG_WRITABLE);
+			/* A present page that may be written from now on is no longer known to be clean. */
+			*pg = (prot & PROT_WRITE) ? ((*pg | PG_WRITABLE) & ~PG_CLEAN) : (*pg & ~PG_WRITABLE);
 		}
 	}
 }
@@ -189,15 +221,22 @@ void region_remap(uintptr_t old, size_t oldlen, uintptr_t new_, size_t newlen)
 {
 	size_t keep = oldlen < newlen ? oldlen : newlen;
 	size_t npages = newlen >> rt.page_shift;
-	struct region r = { .start = new_, .end = new_ + newlen };
+	struct region r = { .start = new_, .end = new_ + newlen, .file = -1 };
+	const struct region *from = region_of(old);
+	if (from && from->file >= 0) {
+		/* A file region stays one: its pages keep their file offsets at the new address. */
+		r.file = from->file;
+		r.file_off = from->file_off + (old - from->start);
+		filemap_ref(r.file);
+	}
 	if (region_alloc_pages(&r) < 0)
 		rt_die("mremap", "out of memory for page tables", "report this as a bug");
-	uint32_t fill = 0;
+	uint32_t fill = r.file >= 0 ? PG_FILE : 0;
 	for (size_t i = 0; i < npages; i++) {
 		uint32_t *pg = i < (keep >> rt.page_shift) ? region_page(old + (i << rt.page_shift)) : NULL;
 		if (pg) {
 			r.pages[i] = *pg;
-			fill = *pg & PG_WRITABLE;
+			fill = *pg & (PG_WRITABLE | PG_FILE);
 			*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_EMPTY); /* moved, not released */
 		} else {
 			r.pages[i] = fill;
@@ -210,6 +249,8 @@ void region_remap(uintptr_t old, size_t oldlen, uintptr_t new_, size_t newlen)
 		if (err < 0)
 			rt_die("mremap", "cannot register the moved memory with userfaultfd", "report this as a bug");
 	}
+	if (r.file >= 0)
+		r.id = filemap_record(r.file, new_, newlen, r.file_off);
 	RT_BUG_ON(region_insert_at(region_index(new_), &r) < 0);
 	regions.tracked_bytes += newlen;
 	/* Resident pages kept their place in the resident ring by old address: requeue them. */
@@ -272,6 +313,17 @@ void region_restore_evicted(void)
 			atomic_fetch_add(&rt.stats.resident_pages, 1);
 			evict_note_present((uintptr_t)dst, pg);
 		}
+	}
+}
+
+/* A new trace file (a fork child's) names every file region again, with ids of its own. */
+void region_record_files(void)
+{
+	filemap_ids_reset();
+	for (size_t i = 0; i < regions.n; i++) {
+		struct region *r = &regions.v[i];
+		if (r->file >= 0)
+			r->id = filemap_record(r->file, r->start, r->end - r->start, r->file_off);
 	}
 }
 

@@ -53,7 +53,9 @@ enum page_state { PAGE_EMPTY = 0, PAGE_PRESENT = 1, PAGE_EVICTED = 2 };
 #define PG_QUEUED 0x4u   /* in the resident ring */
 #define PG_REF 0x8u      /* CLOCK: referenced since the hand last passed */
 #define PG_WRITABLE 0x10u /* the program's protection allows writes */
-#define PG_SLOT_SHIFT 5
+#define PG_FILE 0x20u     /* in a file region: an empty page is filled from the file */
+#define PG_CLEAN 0x40u    /* a present file page equal to the file's data: dropped, not moved */
+#define PG_SLOT_SHIFT 7
 #define PG_SLOT_MAX ((1u << (32 - PG_SLOT_SHIFT)) - 1)
 
 static inline unsigned pg_state(uint32_t w) { return w & PG_STATE_MASK; }
@@ -68,11 +70,18 @@ struct region {
 	uintptr_t start, end;
 	uint32_t *pages; /* one word per page, raw mmap (never program-visible memory) */
 	size_t pages_map_len;
+	int file;          /* filemap handle of a file region, -1 for anonymous memory */
+	uint64_t file_off; /* file offset of start */
+	uint32_t id;       /* of the FT_REC_REGION record that names the file */
 };
 
 /* All functions below need rt.lock held, except region_table_init. */
 void region_table_init(void);
 int region_add(uintptr_t start, size_t len, int prot);    /* track + register */
+/* A private file mapping emulated by anonymous memory: takes over the reference `file`. */
+int region_add_file(uintptr_t start, size_t len, int prot, int file, uint64_t off);
+const struct region *region_of(uintptr_t addr);           /* NULL if untracked */
+void region_record_files(void);                           /* FT_REC_REGION for every file region */
 void region_remove(uintptr_t start, size_t len);          /* forget (unmapped) */
 void region_zap(uintptr_t start, size_t len);             /* data gone: reads back zeros */
 void region_protect(uintptr_t start, size_t len, int prot);
@@ -81,6 +90,17 @@ uint32_t *region_page(uintptr_t addr);                    /* NULL if untracked *
 int region_register_all(int fd);                          /* at start-up and after fork */
 void region_restore_evicted(void);                        /* fork child: copy far pages in */
 uint64_t region_tracked_bytes(void);
+
+/* ---- files behind emulated private file mappings (filemap.c); callers hold rt.lock ---- */
+int filemap_open(int progfd); /* a handle holding our own fd, or -errno */
+void filemap_ref(int file);
+void filemap_unref(int file);
+uint64_t filemap_size(int file);                 /* at the time of the first mapping */
+/* Reads one page at `off` into buf, zeros past the end of the file; -errno on failure. */
+int filemap_read_page(int file, uint64_t off, void *buf);
+uint32_t filemap_record(int file, uintptr_t start, size_t len, uint64_t off); /* a region id */
+int filemap_fd(int file);
+void filemap_ids_reset(void);                   /* a new trace file (fork child) */
 
 /* ---- far memory store (farmem.c): where evicted pages live ---- */
 int farmem_init(uint64_t slots);
@@ -107,6 +127,7 @@ struct rt_thread {
 	uint64_t pc_at_fault; /* from /proc: the signal must arrive exactly there */
 	uint16_t flags;
 	uint8_t kind;
+	uint32_t region;   /* FT_KIND_FILE: the region record's id */
 	bool woken;        /* handler already woke it after a delay */
 };
 int threads_init(void);
@@ -137,11 +158,14 @@ void maps_close(void);
 
 /* ---- stats (stats.c) ---- */
 struct rt_stats {
-	_Atomic uint64_t faults, faults_r, faults_w, faults_wp, faults_zero, faults_refetch,
+	_Atomic uint64_t faults, faults_r, faults_w, faults_wp, faults_zero, faults_refetch, faults_file,
 		faults_syscall, faults_nostack, faults_sampled_out, faults_dup, faults_self, stacks_cut;
 	_Atomic uint64_t evict_ops, evict_pages, evict_fallback, evict_failed;
+	_Atomic uint64_t evict_file_dropped, evict_file_moved; /* clean file pages dropped, written ones moved */
 	_Atomic uint64_t resident_pages, resident_peak_pages, far_peak_pages;
 	_Atomic uint64_t untracked_map_bytes, untracked_maps;
+	_Atomic uint64_t file_map_bytes, file_maps;       /* private file mappings emulated (tracked) */
+	_Atomic uint64_t untracked_shared_file_bytes, untracked_shared_file_maps;
 };
 int stats_start(void);
 void stats_write_line(void);

@@ -156,6 +156,9 @@ static void rt_start_process(void)
 	int err = trace_open();
 	if (err < 0)
 		rt_die("trace", strerror(-err), "check that the output directory is writable and has space");
+	rt_lock();
+	region_record_files(); /* a fork child's file regions, named in its own trace */
+	rt_unlock();
 	/* Threads first: creating one allocates (its TLS vector) from the heap, which must not be
 	 * registered before someone is there to serve its faults. */
 	if (handler_start() < 0 || stats_start() < 0)

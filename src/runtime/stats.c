@@ -59,7 +59,7 @@ void stats_write_line(void)
 	if (st.fd < 0)
 		return;
 	struct rt_stats *s = &rt.stats;
-	char buf[2048];
+	char buf[4096];
 	struct fmt f;
 	uint64_t hwm, rss, ps = rt.page_size;
 	stats_read_status(&hwm, &rss);
@@ -72,6 +72,7 @@ void stats_write_line(void)
 	kv(&f, "faults_wp", atomic_load(&s->faults_wp));
 	kv(&f, "faults_zp", atomic_load(&s->faults_zero));
 	kv(&f, "faults_refetch", atomic_load(&s->faults_refetch));
+	kv(&f, "faults_file", atomic_load(&s->faults_file));
 	kv(&f, "faults_syscall", atomic_load(&s->faults_syscall));
 	kv(&f, "faults_nostack", atomic_load(&s->faults_nostack));
 	kv(&f, "faults_dup", atomic_load(&s->faults_dup));
@@ -82,6 +83,8 @@ void stats_write_line(void)
 	kv(&f, "evict_pages_done", atomic_load(&s->evict_pages));
 	kv(&f, "evict_fallback", atomic_load(&s->evict_fallback));
 	kv(&f, "evict_failed", atomic_load(&s->evict_failed));
+	kv(&f, "evict_file_dropped", atomic_load(&s->evict_file_dropped));
+	kv(&f, "evict_file_moved", atomic_load(&s->evict_file_moved));
 	kv(&f, "memory_used", resident);
 	kv(&f, "resident_bytes", resident);
 	kv(&f, "resident_peak_bytes", atomic_load(&s->resident_peak_pages) * ps);
@@ -91,6 +94,10 @@ void stats_write_line(void)
 	kv(&f, "untracked_rss_bytes", rss > resident ? rss - resident : 0);
 	kv(&f, "untracked_map_bytes", atomic_load(&s->untracked_map_bytes));
 	kv(&f, "untracked_maps", atomic_load(&s->untracked_maps));
+	kv(&f, "file_map_bytes", atomic_load(&s->file_map_bytes));
+	kv(&f, "file_maps", atomic_load(&s->file_maps));
+	kv(&f, "untracked_shared_file_bytes", atomic_load(&s->untracked_shared_file_bytes));
+	kv(&f, "untracked_shared_file_maps", atomic_load(&s->untracked_shared_file_maps));
 	kv(&f, "trace_bytes", trace_bytes());
 	kv(&f, "vm_hwm", hwm);
 	kv(&f, "vm_rss", rss);

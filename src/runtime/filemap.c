@@ -1,0 +1,146 @@
+/* Files behind emulated private file mappings: an fd of our own per mapped file (the program may
+ * close its fd at once), the file's size and path, page reads for the fault path, region records. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fltrace/fmt.h"
+#include "rt.h"
+
+#define FILEMAP_MAX 4096
+
+struct filemap_file {
+	int fd;        /* ours, O_RDONLY | O_CLOEXEC: survives the program's close(), not its exec */
+	int refs;      /* regions (or parts of regions) that read from it; 0 = free slot */
+	uint64_t size; /* at the first mapping: pages past it are left to the kernel (SIGBUS) */
+	uint32_t path_len;
+	char path[PATH_MAX];
+};
+
+static struct {
+	struct filemap_file *v; /* raw mmap: never memory the program could evict under us */
+	uint32_t next_id;       /* FT_REC_REGION ids, dense from 0 in each trace file */
+} fm;
+
+/* Reopening by /proc gives a file description of our own (no shared offset or status flags);
+ * a dup is the fallback when the file cannot be opened again (permissions changed, say). */
+static int filemap_own_fd(int progfd)
+{
+	char path[64];
+	struct fmt f;
+	fmt_init(&f, path, sizeof(path));
+	fmt_str(&f, "/proc/self/fd/");
+	fmt_u64(&f, (uint64_t)progfd);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = fcntl(progfd, F_DUPFD_CLOEXEC, 0);
+	return fd < 0 ? -errno : fd;
+}
+
+int filemap_open(int progfd)
+{
+	if (!fm.v) {
+		fm.v = rt_map(FILEMAP_MAX * sizeof(struct filemap_file));
+		if (!fm.v)
+			return -ENOMEM;
+	}
+	int h = -1;
+	for (int i = 0; i < FILEMAP_MAX; i++)
+		if (fm.v[i].refs == 0) {
+			h = i;
+			break;
+		}
+	if (h < 0)
+		return -ENFILE;
+	struct stat st;
+	if (fstat(progfd, &st) < 0)
+		return -errno;
+	int fd = filemap_own_fd(progfd);
+	if (fd < 0)
+		return fd;
+	struct filemap_file *file = &fm.v[h];
+	char link[64];
+	struct fmt f;
+	fmt_init(&f, link, sizeof(link));
+	fmt_str(&f, "/proc/self/fd/");
+	fmt_u64(&f, (uint64_t)progfd);
+	ssize_t n = readlink(link, file->path, sizeof(file->path) - 1);
+	if (n < 0)
+		n = 0;
+	file->path[n] = '\0';
+	file->path_len = (uint32_t)n + 1;
+	file->fd = fd;
+	file->size = (uint64_t)st.st_size;
+	file->refs = 1;
+	return h;
+}
+
+void filemap_ref(int file)
+{
+	RT_BUG_ON(file < 0 || file >= FILEMAP_MAX || fm.v[file].refs <= 0);
+	fm.v[file].refs++;
+}
+
+void filemap_unref(int file)
+{
+	RT_BUG_ON(file < 0 || file >= FILEMAP_MAX || fm.v[file].refs <= 0);
+	if (--fm.v[file].refs == 0) {
+		close(fm.v[file].fd);
+		fm.v[file].fd = -1;
+	}
+}
+
+uint64_t filemap_size(int file)
+{
+	return fm.v[file].size;
+}
+
+int filemap_fd(int file)
+{
+	return fm.v[file].fd;
+}
+
+int filemap_read_page(int file, uint64_t off, void *buf)
+{
+	size_t got = 0;
+	while (got < rt.page_size) {
+		ssize_t n = pread(fm.v[file].fd, (char *)buf + got, rt.page_size - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break; /* end of file: the rest of the page reads as zeros, as the kernel's does */
+		got += (size_t)n;
+	}
+	memset((char *)buf + got, 0, rt.page_size - got);
+	return 0;
+}
+
+/* The record that lets reports turn a faulting address into (path, offset). A region split later
+ * keeps its id: offset = addr - start + offset holds for every part. */
+uint32_t filemap_record(int file, uintptr_t start, size_t len, uint64_t off)
+{
+	uint32_t id = fm.next_id++;
+	const struct filemap_file *fl = &fm.v[file];
+	uint32_t size = ft_rec_size((uint32_t)(sizeof(struct ft_region) + fl->path_len));
+	struct ft_region *r = trace_reserve(size);
+	if (!r)
+		return id;
+	r->time_ns = rt_now_ns();
+	r->id = id;
+	r->path_len = fl->path_len;
+	r->start = start;
+	r->len = len;
+	r->offset = off;
+	memcpy(r->path, fl->path, fl->path_len);
+	trace_commit(r, FT_REC_REGION, size);
+	return id;
+}
+
+void filemap_ids_reset(void)
+{
+	fm.next_id = 0;
+}
