@@ -1,7 +1,8 @@
 /* Test workload: private file mappings read forwards, backwards and at random, written (the file
  * must not change), mapped at an offset, cut, moved, protected, forked, and touched past the end.
  * Usage: filemap all <dir> <MB>   every case, one line each (same output traced and untraced)
- *        filemap seq <file>       read every page of an existing file once, in order */
+ *        filemap seq <file> [<first page> <pages>]
+ *                                 read every page of an existing file (or of that part) once, in order */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -80,20 +81,22 @@ static void on_sigbus(int sig)
 	siglongjmp(bus_jmp, 1);
 }
 
-static int seq(const char *path)
+static int seq(const char *path, off_t first, off_t len)
 {
 	struct stat st;
 	int fd = open(path, O_RDONLY);
 	if (fd < 0 || fstat(fd, &st) < 0)
 		die(path);
-	const uint8_t *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (len == 0)
+		len = st.st_size;
+	const uint8_t *p = mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fd, first);
 	if (p == MAP_FAILED)
 		die("mmap");
 	close(fd);
 	uint64_t sum = 0;
-	for (off_t i = 0; i < st.st_size; i += (off_t)ps)
+	for (off_t i = 0; i < len; i += (off_t)ps)
 		sum += p[i];
-	printf("seq pages %llu sum %llu\n", (unsigned long long)((st.st_size + (off_t)ps - 1) / (off_t)ps),
+	printf("seq pages %llu sum %llu\n", (unsigned long long)((len + (off_t)ps - 1) / (off_t)ps),
 	       (unsigned long long)sum);
 	return 0;
 }
@@ -102,9 +105,11 @@ int main(int argc, char **argv)
 {
 	ps = (size_t)sysconf(_SC_PAGESIZE);
 	if (argc == 3 && strcmp(argv[1], "seq") == 0)
-		return seq(argv[2]);
+		return seq(argv[2], 0, 0);
+	if (argc == 5 && strcmp(argv[1], "seq") == 0)
+		return seq(argv[2], (off_t)atoll(argv[3]) * (off_t)ps, (off_t)atoll(argv[4]) * (off_t)ps);
 	if (argc != 4 || strcmp(argv[1], "all") != 0) {
-		fprintf(stderr, "usage: filemap all <dir> <MB> | filemap seq <file>\n");
+		fprintf(stderr, "usage: filemap all <dir> <MB> | filemap seq <file> [<first page> <pages>]\n");
 		return 2;
 	}
 	char path[4096];
