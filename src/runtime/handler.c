@@ -279,8 +279,29 @@ static void count_fault(uint16_t flags, uint8_t kind)
 
 /* Brings the page in; returns false if there was nothing to serve (already present, or no longer
  * ours). With `signal`, the thread stays asleep until the stack signal wakes it. */
+/* CLOCK's probation: the page is still local memory; it comes back without a recorded fault
+ * (a real far-memory system would have found it resident), which marks it as in use. */
+static bool fault_serve_soft(uintptr_t addr)
+{
+	uint32_t *pg = region_page(addr);
+	if (!pg || pg_state(*pg) != PAGE_INACTIVE)
+		return false;
+	uint32_t slot = pg_slot(*pg);
+	int err = uffd_copy(rt.uffd, addr, farmem_addr(slot), rt.page_size, true);
+	if (err < 0 && err != -EEXIST)
+		uffd_wake(rt.uffd, addr, rt.page_size);
+	farmem_free(slot);
+	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT);
+	atomic_fetch_sub(&rt.stats.inactive_pages, 1);
+	atomic_fetch_add(&rt.stats.faults_soft, 1);
+	evict_note_present(addr, pg);
+	return true;
+}
+
 static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
 {
+	if (fault_serve_soft(addr))
+		return false;
 	uint32_t *pg = region_page(addr);
 	if (!pg || pg_state(*pg) == PAGE_PRESENT) {
 		uffd_wake(rt.uffd, addr, rt.page_size);
@@ -303,8 +324,10 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
 		uffd_wake(rt.uffd, addr, rt.page_size);
 		return false;
 	}
-	if (evicted)
+	if (evicted) {
 		farmem_free(slot);
+		stats_far_add(-1);
+	}
 	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT);
 	atomic_fetch_add(&rt.stats.resident_pages, 1);
 	evict_note_present(addr, pg);
@@ -315,8 +338,15 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 {
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
-	struct rt_thread *t = threads_get(tid);
 	uint64_t arrival = rt_now_ns();
+	if (rt.cfg.policy == FLTRACE_POLICY_CLOCK) {
+		rt_lock();
+		bool soft = fault_serve_soft(addr);
+		rt_unlock();
+		if (soft)
+			return;
+	}
+	struct rt_thread *t = threads_get(tid);
 	bool record = sample_take();
 	struct syscall_state s = { .nr = -2 };
 	/* A thread inside our signal handler, or with a request still open, gets no second signal. */
