@@ -30,6 +30,9 @@ static struct {
 	int stop_fd;
 	char *zero_page;
 	_Atomic uint64_t sample_sec, sample_count;
+	_Atomic uint64_t progress; /* messages read: the watchdog's sign of life */
+	uint64_t watched_progress;
+	unsigned stalled_seconds;
 } hd = { .stop_fd = -1 };
 
 static __thread struct rt_thread *tls_thread;
@@ -484,6 +487,7 @@ static void *handler_main(void *arg)
 	for (;;) {
 		ssize_t n = read(rt.uffd, msgs, sizeof(msgs));
 		if (n > 0) {
+			atomic_fetch_add_explicit(&hd.progress, 1, memory_order_relaxed);
 			for (ssize_t i = 0; i < n / (ssize_t)sizeof(msgs[0]); i++)
 				if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
 					handler_fault(&ctx, &msgs[i]);
@@ -533,4 +537,21 @@ void handler_stop(void)
 	uint64_t one = 1;
 	if (hd.stop_fd >= 0 && write(hd.stop_fd, &one, sizeof(one)) < 0)
 		return;
+}
+
+/* Called once a second (stats thread): faults waiting while no handler has read a message for
+ * HANDLER_STALL_SECONDS means a handler is stuck; stop with a message rather than hang forever. */
+#define HANDLER_STALL_SECONDS 10
+void handler_watchdog(void)
+{
+	struct pollfd p = { .fd = rt.uffd, .events = POLLIN };
+	uint64_t now = atomic_load(&hd.progress);
+	if (now != hd.watched_progress || poll(&p, 1, 0) != 1) {
+		hd.watched_progress = now;
+		hd.stalled_seconds = 0;
+		return;
+	}
+	if (++hd.stalled_seconds >= HANDLER_STALL_SECONDS)
+		rt_die("handler", "no fault has been served for 10 s while the program waits for one",
+		       "this is a bug of fltrace: report it with the command that was traced");
 }

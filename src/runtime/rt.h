@@ -121,6 +121,7 @@ int handler_start(void);
 void handler_stop(void);
 void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
+void handler_watchdog(void);     /* once a second: a stuck handler stops the program */
 
 /* ---- trace writer (trace.c) ---- */
 int trace_open(void);

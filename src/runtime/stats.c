@@ -116,6 +116,7 @@ static void *stats_main(void *arg)
 		if (atomic_load(&st.stop))
 			break;
 		stats_write_line();
+		handler_watchdog();
 		maps_snapshot();
 		trace_release_written();
 	}
