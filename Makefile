@@ -79,10 +79,18 @@ $(PRELOAD_LIB): $(RUNTIME_OBJ) $(COMMON_PIC) preload/exports.map $(JEMALLOC_RENA
 
 # Test programs: the traced workloads of the end-to-end tests (some built twice, -O0 and -O2).
 PROGS := $(PROGS_SRC:test/progs/%.c=$(B)/progs/%)
-progs: $(PROGS) $(B)/progs/stacks-O0 $(B)/progs/stacks-O2 $(B)/progs/stacks-O2-fp
+PROGS := $(filter-out $(B)/progs/plugin,$(PROGS))
+progs: $(PROGS) $(B)/progs/stacks-O0 $(B)/progs/stacks-O2 $(B)/progs/stacks-O2-fp \
+	$(B)/progs/deepstacks $(B)/progs/plugin.so
+$(B)/progs/deepstacks: test/progs/deepstacks.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -std=gnu++17 -O1 -g $(WARN) -pthread -o $@ $<
+$(B)/progs/plugin.so: test/progs/plugin.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g $(WARN) -shared -fPIC -o $@ $<
 $(B)/progs/%: test/progs/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE -pthread -o $@ $< -lm
+	$(CC) -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE -pthread -o $@ $< -lm -ldl
 $(B)/progs/stacks-O0: test/progs/stacks.c
 	$(CC) -std=gnu11 -O0 -g $(WARN) -fomit-frame-pointer -o $@ $<
 $(B)/progs/stacks-O2: test/progs/stacks.c

@@ -90,13 +90,5 @@ int farmem_alloc_run(uint32_t n, uint32_t *first)
 	*first = far.free_stack[--far.nfree];
 done:
 	far.used += n;
-	uint64_t peak = atomic_load(&rt.stats.far_peak_pages);
-	if (far.used > peak)
-		atomic_store(&rt.stats.far_peak_pages, far.used);
 	return 0;
-}
-
-uint64_t farmem_used(void)
-{
-	return far.used;
 }

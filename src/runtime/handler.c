@@ -31,6 +31,9 @@ static struct {
 	char *zero_page;
 	char *file_page; /* a page read from a file on its way in (served under rt.lock: one is enough) */
 	_Atomic uint64_t sample_sec, sample_count;
+	_Atomic uint64_t progress; /* messages read: the watchdog's sign of life */
+	uint64_t watched_progress;
+	unsigned stalled_seconds;
 } hd = { .stop_fd = -1 };
 
 static __thread struct rt_thread *tls_thread;
@@ -294,8 +297,29 @@ static __attribute__((noreturn)) void handler_die_file(uintptr_t addr, int err)
 
 /* Brings the page in; returns false if there was nothing to serve (already present, or no longer
  * ours). With `signal`, the thread stays asleep until the stack signal wakes it. */
+/* CLOCK's probation: the page is still local memory; it comes back without a recorded fault
+ * (a real far-memory system would have found it resident), which marks it as in use. */
+static bool fault_serve_soft(uintptr_t addr)
+{
+	uint32_t *pg = region_page(addr);
+	if (!pg || pg_state(*pg) != PAGE_INACTIVE)
+		return false;
+	uint32_t slot = pg_slot(*pg);
+	int err = uffd_copy(rt.uffd, addr, farmem_addr(slot), rt.page_size, true);
+	if (err < 0 && err != -EEXIST)
+		uffd_wake(rt.uffd, addr, rt.page_size);
+	farmem_free(slot);
+	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT);
+	atomic_fetch_sub(&rt.stats.inactive_pages, 1);
+	atomic_fetch_add(&rt.stats.faults_soft, 1);
+	evict_note_present(addr, pg);
+	return true;
+}
+
 static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
 {
+	if (fault_serve_soft(addr))
+		return false;
 	uint32_t *pg = region_page(addr);
 	if (!pg || pg_state(*pg) == PAGE_PRESENT) {
 		uffd_wake(rt.uffd, addr, rt.page_size);
@@ -330,8 +354,10 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
 		uffd_wake(rt.uffd, addr, rt.page_size);
 		return false;
 	}
-	if (evicted)
+	if (evicted) {
 		farmem_free(slot);
+		stats_far_add(-1);
+	}
 	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT) & ~PG_CLEAN;
 	/* Clean until it could be written: a page of a writable mapping may change without a fault. */
 	if (from_file && !(*pg & PG_WRITABLE))
@@ -345,8 +371,15 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 {
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
-	struct rt_thread *t = threads_get(tid);
 	uint64_t arrival = rt_now_ns();
+	if (rt.cfg.policy == FLTRACE_POLICY_CLOCK) {
+		rt_lock();
+		bool soft = fault_serve_soft(addr);
+		rt_unlock();
+		if (soft)
+			return;
+	}
+	struct rt_thread *t = threads_get(tid);
 	bool record = sample_take();
 	struct syscall_state s = { .nr = -2 };
 	/* A thread inside our signal handler, or with a request still open, gets no second signal. */
@@ -485,6 +518,7 @@ static void *handler_main(void *arg)
 	for (;;) {
 		ssize_t n = read(rt.uffd, msgs, sizeof(msgs));
 		if (n > 0) {
+			atomic_fetch_add_explicit(&hd.progress, 1, memory_order_relaxed);
 			for (ssize_t i = 0; i < n / (ssize_t)sizeof(msgs[0]); i++)
 				if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
 					handler_fault(&ctx, &msgs[i]);
@@ -536,4 +570,21 @@ void handler_stop(void)
 	uint64_t one = 1;
 	if (hd.stop_fd >= 0 && write(hd.stop_fd, &one, sizeof(one)) < 0)
 		return;
+}
+
+/* Called once a second (stats thread): faults waiting while no handler has read a message for
+ * HANDLER_STALL_SECONDS means a handler is stuck; stop with a message rather than hang forever. */
+#define HANDLER_STALL_SECONDS 10
+void handler_watchdog(void)
+{
+	struct pollfd p = { .fd = rt.uffd, .events = POLLIN };
+	uint64_t now = atomic_load(&hd.progress);
+	if (now != hd.watched_progress || poll(&p, 1, 0) != 1) {
+		hd.watched_progress = now;
+		hd.stalled_seconds = 0;
+		return;
+	}
+	if (++hd.stalled_seconds >= HANDLER_STALL_SECONDS)
+		rt_die("handler", "no fault has been served for 10 s while the program waits for one",
+		       "this is a bug of fltrace: report it with the command that was traced");
 }

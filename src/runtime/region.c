@@ -70,6 +70,12 @@ static void page_release(uint32_t *pg)
 	switch (pg_state(*pg)) {
 	case PAGE_EVICTED:
 		farmem_free(pg_slot(*pg));
+		stats_far_add(-1);
+		break;
+	case PAGE_INACTIVE:
+		farmem_free(pg_slot(*pg));
+		atomic_fetch_sub(&rt.stats.inactive_pages, 1);
+		atomic_fetch_sub(&rt.stats.resident_pages, 1);
 		break;
 	case PAGE_PRESENT:
 		atomic_fetch_sub(&rt.stats.resident_pages, 1);
@@ -255,10 +261,8 @@ void region_remap(uintptr_t old, size_t oldlen, uintptr_t new_, size_t newlen)
 	regions.tracked_bytes += newlen;
 	/* Resident pages kept their place in the resident ring by old address: requeue them. */
 	for (size_t i = 0; i < npages; i++)
-		if (pg_state(r.pages[i]) == PAGE_PRESENT) {
-			r.pages[i] &= ~PG_QUEUED;
-			evict_note_present(new_ + (i << rt.page_shift), &r.pages[i]);
-		}
+		if (pg_state(r.pages[i]) == PAGE_PRESENT || pg_state(r.pages[i]) == PAGE_INACTIVE)
+			evict_requeue(new_ + (i << rt.page_shift), &r.pages[i]);
 }
 
 /* Pages touched before the runtime started (the loader's and jemalloc's first allocations) are
@@ -298,7 +302,8 @@ void region_restore_evicted(void)
 		struct region *r = &regions.v[i];
 		for (size_t p = 0; p < region_npages(r); p++) {
 			uint32_t *pg = &r->pages[p];
-			if (pg_state(*pg) != PAGE_EVICTED)
+			unsigned st = pg_state(*pg);
+			if (st != PAGE_EVICTED && st != PAGE_INACTIVE)
 				continue;
 			void *dst = (void *)(r->start + (p << rt.page_shift));
 			/* A read-only page is opened for the copy only: nothing else runs in the child yet. */
@@ -310,7 +315,12 @@ void region_restore_evicted(void)
 				syscall(SYS_mprotect, dst, rt.page_size, PROT_READ);
 			farmem_free(pg_slot(*pg));
 			*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT) & ~PG_QUEUED;
-			atomic_fetch_add(&rt.stats.resident_pages, 1);
+			if (st == PAGE_EVICTED) {
+				stats_far_add(-1);
+				atomic_fetch_add(&rt.stats.resident_pages, 1);
+			} else {
+				atomic_fetch_sub(&rt.stats.inactive_pages, 1);
+			}
 			evict_note_present((uintptr_t)dst, pg);
 		}
 	}

@@ -48,7 +48,9 @@ int uffd_wake(int fd, uintptr_t start, size_t len);
 long uffd_move(int fd, uintptr_t dst, uintptr_t src, size_t len);
 
 /* ---- page states (region.c): one 32-bit word per tracked page ---- */
-enum page_state { PAGE_EMPTY = 0, PAGE_PRESENT = 1, PAGE_EVICTED = 2 };
+/* EMPTY reads as zeros; PRESENT is mapped; EVICTED's data is in its far slot; INACTIVE's too, but it
+ * still counts as local memory (CLOCK's probation: a touch brings it back without a recorded fault). */
+enum page_state { PAGE_EMPTY = 0, PAGE_PRESENT = 1, PAGE_EVICTED = 2, PAGE_INACTIVE = 3 };
 #define PG_STATE_MASK 0x3u
 #define PG_QUEUED 0x4u   /* in the resident ring */
 #define PG_REF 0x8u      /* CLOCK: referenced since the hand last passed */
@@ -107,12 +109,12 @@ int farmem_init(uint64_t slots);
 int farmem_alloc_run(uint32_t n, uint32_t *first); /* n contiguous fresh slots */
 void farmem_free(uint32_t slot);                   /* released lazily, in batches */
 void *farmem_addr(uint32_t slot);
-uint64_t farmem_used(void);
 int farmem_register(int fd);
 
 /* ---- eviction (evict.c): keeps resident tracked pages under the cap ---- */
 int evict_init(uint64_t cap_pages, uint64_t max_pages);
 void evict_note_present(uintptr_t page, uint32_t *pg); /* a page became resident */
+void evict_requeue(uintptr_t page, uint32_t *pg);      /* a resident page moved (mremap) */
 /* Makes room for `need` more resident pages; -ENOSPC when -M is exhausted. */
 int evict_make_room(unsigned need);
 
@@ -140,6 +142,7 @@ int handler_start(void);
 void handler_stop(void);
 void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
+void handler_watchdog(void);     /* once a second: a stuck handler stops the program */
 
 /* ---- trace writer (trace.c) ---- */
 int trace_open(void);
@@ -162,12 +165,14 @@ struct rt_stats {
 		faults_syscall, faults_nostack, faults_sampled_out, faults_dup, faults_self, stacks_cut;
 	_Atomic uint64_t evict_ops, evict_pages, evict_fallback, evict_failed;
 	_Atomic uint64_t evict_file_dropped, evict_file_moved; /* clean file pages dropped, written ones moved */
-	_Atomic uint64_t resident_pages, resident_peak_pages, far_peak_pages;
+	_Atomic uint64_t resident_pages, resident_peak_pages; /* local: present + inactive */
+	_Atomic uint64_t inactive_pages, far_pages, far_peak_pages, faults_soft;
 	_Atomic uint64_t untracked_map_bytes, untracked_maps;
 	_Atomic uint64_t file_map_bytes, file_maps;       /* private file mappings emulated (tracked) */
 	_Atomic uint64_t untracked_shared_file_bytes, untracked_shared_file_maps;
 };
 int stats_start(void);
+void stats_far_add(int64_t pages); /* evicted pages, with the peak */
 void stats_write_line(void);
 void stats_stop(void);
 

@@ -179,7 +179,8 @@ __attribute__((constructor(101))) static void rt_init(void)
 	atomic_store(&rt.phase, RT_STARTING);
 	config_parse(&rt.cfg);
 	uint64_t ps = rt.page_size;
-	if (farmem_init((rt.cfg.maxmem - rt.cfg.localmem + ps - 1) / ps) < 0 ||
+	/* Slots for evicted pages (at most -M minus -L: evict.c enforces it) and CLOCK's probation. */
+	if (farmem_init((rt.cfg.maxmem + ps - 1) / ps + 1024) < 0 ||
 	    evict_init(rt.cfg.localmem / ps, rt.cfg.maxmem / ps) < 0 || threads_init() < 0)
 		rt_die("runtime", "cannot reserve its bookkeeping memory", "lower -M");
 	handler_signal_init();

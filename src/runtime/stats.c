@@ -77,6 +77,7 @@ void stats_write_line(void)
 	kv(&f, "faults_nostack", atomic_load(&s->faults_nostack));
 	kv(&f, "faults_dup", atomic_load(&s->faults_dup));
 	kv(&f, "faults_self", atomic_load(&s->faults_self));
+	kv(&f, "faults_soft", atomic_load(&s->faults_soft));
 	kv(&f, "faults_sampled_out", atomic_load(&s->faults_sampled_out));
 	kv(&f, "stacks_cut", atomic_load(&s->stacks_cut));
 	kv(&f, "evict_ops", atomic_load(&s->evict_ops));
@@ -88,7 +89,8 @@ void stats_write_line(void)
 	kv(&f, "memory_used", resident);
 	kv(&f, "resident_bytes", resident);
 	kv(&f, "resident_peak_bytes", atomic_load(&s->resident_peak_pages) * ps);
-	kv(&f, "far_bytes", farmem_used() * ps);
+	kv(&f, "inactive_bytes", atomic_load(&s->inactive_pages) * ps);
+	kv(&f, "far_bytes", atomic_load(&s->far_pages) * ps);
 	kv(&f, "far_peak_bytes", atomic_load(&s->far_peak_pages) * ps);
 	kv(&f, "tracked_bytes", region_tracked_bytes());
 	kv(&f, "untracked_rss_bytes", rss > resident ? rss - resident : 0);
@@ -121,6 +123,7 @@ static void *stats_main(void *arg)
 		if (atomic_load(&st.stop))
 			break;
 		stats_write_line();
+		handler_watchdog();
 		maps_snapshot();
 		trace_release_written();
 	}
@@ -153,4 +156,11 @@ void stats_stop(void)
 	atomic_store(&st.stop, 1);
 	/* Not joined: at exit the thread may be blocked; one last line comes from the caller. */
 	stats_write_line();
+}
+
+void stats_far_add(int64_t pages)
+{
+	uint64_t now = atomic_fetch_add(&rt.stats.far_pages, (uint64_t)pages) + (uint64_t)pages;
+	if (pages > 0 && now > atomic_load(&rt.stats.far_peak_pages))
+		atomic_store(&rt.stats.far_peak_pages, now);
 }

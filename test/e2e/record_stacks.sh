@@ -1,0 +1,46 @@
+# record: whole stacks under stress — 16 threads at the bottom of deep recursions, C++ exceptions in
+# flight, --depth, and code of a library loaded with dlopen and closed again before exit.
+source "$(dirname "$0")/../lib.sh"
+
+if ! have_uffd; then
+	skip record_stacks "userfaultfd is not available to this user"
+	exit 0
+fi
+
+line_of() { grep -n "/\* $2 \*/" "$ROOT/test/progs/$1" | head -1 | cut -d: -f1; }
+
+# rows DIR: "count op depth leaf-file:line" per report row, biggest first
+rows() {
+	"$FLTRACE" report -i "$1" > /dev/null 2>&1
+	python3 - "$1" <<'PY'
+import csv, glob, sys
+out = []
+for f in glob.glob(sys.argv[1] + "/fltrace-data-report-*.out"):
+    for r in csv.DictReader(open(f)):
+        code = r["code"].split("<//>")
+        leaf = code[0].split("<<<")[0].split("/")[-1]
+        out.append((int(r["count"]), r["op"], len(code) if r["ips"] else 0, leaf, int(r["nostack"] or 0)))
+for c, op, d, leaf, ns in sorted(out, reverse=True):
+    print(c, op, d, leaf, ns)
+PY
+}
+
+dir=$TMP/deep; mkdir -p "$dir"
+out=$(timeout 120 "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/deepstacks" 2>/dev/null)
+expect_eq deep_output "program output" "deepstacks: 113056 caught 1" "$out"
+leaf=$(line_of deepstacks.cpp DEEP-LEAF)
+expect_eq deep_16_threads "row of the recursion's leaf" "1024 write 64 deepstacks.cpp:$leaf 0" \
+	"$(rows "$dir" | head -1)"
+dtor=$(line_of deepstacks.cpp DTOR-TOUCH)
+n=$(rows "$dir" | awk -v l="deepstacks.cpp:$dtor" '$4 == l { n += $1 } END { print n + 0 }')
+expect_eq exception_unwinding_faults "faults in destructors run by a C++ exception" 32 "$n"
+
+dir=$TMP/deep128; mkdir -p "$dir"
+timeout 120 "$FLTRACE" record -L 8 -M 256 --depth 128 -o "$dir" -- "$PROGS/deepstacks" > /dev/null 2>&1
+d=$(rows "$dir" | head -1 | cut -d' ' -f3)
+if [ "$d" -gt 100 ] && [ "$d" -le 128 ]; then pass depth_128; else fail depth_128 "deepest stack has $d frames"; fi
+
+dir=$TMP/dl; mkdir -p "$dir"
+timeout 60 "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/dlopener" "$PROGS/plugin.so" > /dev/null 2>&1
+expect_eq dlclosed_plugin_resolves "row of the plugin's leaf" "40 write" \
+	"$(rows "$dir" | awk -v l="plugin.c:$(line_of plugin.c PLUGIN-LEAF)" '$4 == l { print $1, $2 }')"
