@@ -155,7 +155,7 @@ static unsigned evict_drop_clean(uintptr_t first, unsigned n)
 	syscall(SYS_madvise, first, (size_t)n << rt.page_shift, MADV_DONTNEED);
 	for (unsigned i = 0; i < n; i++) {
 		uint32_t *pg = region_page(first + ((uintptr_t)i << rt.page_shift));
-		*pg = pg_with_state(*pg, PAGE_EMPTY) & ~(PG_QUEUED | PG_REF | PG_CLEAN);
+		*pg = pg_with_state(*pg, PAGE_EMPTY) & ~(PG_QUEUED | PG_CLEAN);
 		atomic_fetch_sub(&rt.stats.resident_pages, 1);
 	}
 	atomic_fetch_add(&rt.stats.evict_file_dropped, n);

@@ -143,18 +143,27 @@ static uint32_t latency_since(uint64_t arrival_ns)
 	return d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
 }
 
-static void record_without_stack(struct rt_thread *t, int tid, const struct syscall_state *s)
+/* `slot` is the thread's own slot (t may be a copy of the request). */
+static void record_without_stack(struct rt_thread *t, struct rt_thread *slot, int tid,
+				 const struct syscall_state *s)
 {
 	struct ft_fault f;
 	fault_fill(&f, t, tid);
 	if (s && s->nr >= 0) {
-		/* In a system call: its pc is where the program called the kernel. */
 		uint64_t ip = s->pc;
 		f.origin = FT_ORIGIN_SYSCALL;
 		f.syscall_nr = (int32_t)s->nr;
 		f.ip = ip;
-		f.stack_id = trace_stack_id(&ip, 1);
-		f.stack_status = FT_STACK_PARTIAL;
+		if (slot && atomic_load(&slot->call_nr) == s->nr &&
+		    atomic_load(&slot->call_stack) != FT_NO_STACK) {
+			/* An interposed call left the stack it was made with (prefault.c). */
+			f.stack_id = atomic_load(&slot->call_stack);
+			f.stack_status = FT_STACK_OK;
+		} else {
+			/* Only the system call's pc: where the program (or libc) called the kernel. */
+			f.stack_id = trace_stack_id(&ip, 1);
+			f.stack_status = FT_STACK_PARTIAL;
+		}
 		atomic_fetch_add(&rt.stats.faults_syscall, 1);
 	} else {
 		f.stack_status = FT_STACK_NONE;
@@ -199,6 +208,24 @@ static unsigned stack_from_context(uint64_t *ips, unsigned max, ucontext_t *uc)
 	return d;
 }
 
+/* A fault taken while bringing in a system call's buffer (prefault.c) is the system call's: its
+ * stack starts at the program's call site, our own frames dropped. */
+static unsigned stack_for_syscall(struct ft_fault *f, uint64_t *ips, unsigned d)
+{
+	unsigned skip = 0;
+	while (skip < d && prefault_is_own_frame(ips[skip]))
+		skip++;
+	for (unsigned i = skip; i < d; i++)
+		ips[i - skip] = ips[i];
+	d -= skip;
+	f->origin = FT_ORIGIN_SYSCALL;
+	f->syscall_nr = rt_tls_prefault.nr;
+	f->ip = d ? ips[0] : 0;
+	f->flags = (uint16_t)((f->flags & ~FT_FLAG_WRITE) | (rt_tls_prefault.kernel_writes ? FT_FLAG_WRITE : 0));
+	atomic_fetch_add(&rt.stats.faults_syscall, 1);
+	return d;
+}
+
 static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
@@ -223,6 +250,8 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 		unsigned d = stack_from_unwinder(ips, rt.cfg.stack_depth, ip);
 		if (d == 0)
 			d = stack_from_context(ips, rt.cfg.stack_depth, uc);
+		if (rt_tls_prefault.nr >= 0)
+			d = stack_for_syscall(&f, ips, d);
 		if (d) {
 			f.stack_id = trace_stack_id(ips, d);
 			f.stack_status = FT_STACK_OK;
@@ -428,7 +457,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 			ctx->pending[ctx->npending++] = t;
 		return;
 	}
-	record_without_stack(req, tid, s.nr >= 0 ? &s : NULL);
+	record_without_stack(req, t, tid, s.nr >= 0 ? &s : NULL);
 }
 
 /* SigBlk of a thread: whether it blocks our signal (then it never runs the stack handler). */
@@ -483,7 +512,7 @@ static void handler_check_pending(struct handler_ctx *ctx)
 		if ((age > CHECK_BLOCKED_AFTER_NS && thread_blocks_signal(tid)) || age > GIVE_UP_AFTER_NS) {
 			int expected = REQ_PENDING;
 			if (atomic_compare_exchange_strong(&t->state, &expected, REQ_CANCELLED)) {
-				record_without_stack(t, tid, NULL);
+				record_without_stack(t, t, tid, NULL);
 				atomic_store(&t->state, REQ_IDLE);
 			}
 			ctx->pending[i] = ctx->pending[--ctx->npending];

@@ -134,7 +134,8 @@ static int region_add_common(uintptr_t start, size_t len, int prot, int file, ui
 	region_remove(start, len); /* MAP_FIXED over something we tracked */
 	if (region_alloc_pages(&r) < 0)
 		return -ENOMEM;
-	uint32_t init = ((prot & PROT_WRITE) ? PG_WRITABLE : 0) | (file >= 0 ? PG_FILE : 0);
+	uint32_t init = ((prot & PROT_WRITE) ? PG_WRITABLE : 0) | ((prot & PROT_READ) ? PG_READABLE : 0) |
+			(file >= 0 ? PG_FILE : 0);
 	if (init)
 		for (size_t i = 0; i < region_npages(&r); i++)
 			r.pages[i] = init;
@@ -217,6 +218,7 @@ void region_protect(uintptr_t start, size_t len, int prot)
 			uint32_t *pg = &r->pages[(a - r->start) >> rt.page_shift];
 			/* A present page that may be written from now on is no longer known to be clean. */
 			*pg = (prot & PROT_WRITE) ? ((*pg | PG_WRITABLE) & ~PG_CLEAN) : (*pg & ~PG_WRITABLE);
+			*pg = (prot & PROT_READ) ? (*pg | PG_READABLE) : (*pg & ~PG_READABLE);
 		}
 	}
 }
@@ -242,7 +244,7 @@ void region_remap(uintptr_t old, size_t oldlen, uintptr_t new_, size_t newlen)
 		uint32_t *pg = i < (keep >> rt.page_shift) ? region_page(old + (i << rt.page_shift)) : NULL;
 		if (pg) {
 			r.pages[i] = *pg;
-			fill = *pg & (PG_WRITABLE | PG_FILE);
+			fill = *pg & (PG_WRITABLE | PG_READABLE | PG_FILE);
 			*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_EMPTY); /* moved, not released */
 		} else {
 			r.pages[i] = fill;
@@ -335,6 +337,19 @@ void region_record_files(void)
 		if (r->file >= 0)
 			r->id = filemap_record(r->file, r->start, r->end - r->start, r->file_off);
 	}
+}
+
+/* Missing pages (not resident, readable) of [start, start+len), at most `max` of them. */
+unsigned region_missing_pages(uintptr_t start, size_t len, uintptr_t *out, unsigned max)
+{
+	unsigned n = 0;
+	uintptr_t end = start + len;
+	for (uintptr_t a = start & ~((uintptr_t)rt.page_size - 1); a < end && n < max; a += rt.page_size) {
+		uint32_t *pg = region_page(a);
+		if (pg && pg_state(*pg) != PAGE_PRESENT && (*pg & PG_READABLE))
+			out[n++] = a;
+	}
+	return n;
 }
 
 uint64_t region_tracked_bytes(void)

@@ -53,7 +53,7 @@ long uffd_move(int fd, uintptr_t dst, uintptr_t src, size_t len);
 enum page_state { PAGE_EMPTY = 0, PAGE_PRESENT = 1, PAGE_EVICTED = 2, PAGE_INACTIVE = 3 };
 #define PG_STATE_MASK 0x3u
 #define PG_QUEUED 0x4u   /* in the resident ring */
-#define PG_REF 0x8u      /* CLOCK: referenced since the hand last passed */
+#define PG_READABLE 0x8u /* the program's protection allows reads */
 #define PG_WRITABLE 0x10u /* the program's protection allows writes */
 #define PG_FILE 0x20u     /* in a file region: an empty page is filled from the file */
 #define PG_CLEAN 0x40u    /* a present file page equal to the file's data: dropped, not moved */
@@ -92,6 +92,7 @@ uint32_t *region_page(uintptr_t addr);                    /* NULL if untracked *
 int region_register_all(int fd);                          /* at start-up and after fork */
 void region_restore_evicted(void);                        /* fork child: copy far pages in */
 uint64_t region_tracked_bytes(void);
+unsigned region_missing_pages(uintptr_t start, size_t len, uintptr_t *out, unsigned max);
 
 /* ---- files behind emulated private file mappings (filemap.c); callers hold rt.lock ---- */
 int filemap_open(int progfd); /* a handle holding our own fd, or -errno */
@@ -131,6 +132,8 @@ struct rt_thread {
 	uint8_t kind;
 	uint32_t region;   /* FT_KIND_FILE: the region record's id */
 	bool woken;        /* handler already woke it after a delay */
+	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
+	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
 };
 int threads_init(void);
 struct rt_thread *threads_get(int tid);  /* find or create (handler side) */
@@ -143,6 +146,18 @@ void handler_stop(void);
 void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
 void handler_watchdog(void);     /* once a second: a stuck handler stops the program */
+
+/* ---- system-call buffers (prefault.c) ---- */
+struct rt_prefault {
+	int nr;             /* the system call the thread is about to make, -1 if none */
+	bool kernel_writes; /* whether that call writes the buffer (read) or reads it (write) */
+};
+RT_HIDDEN extern __thread struct rt_prefault rt_tls_prefault;
+void prefault_init(void);
+bool prefault_range(const void *buf, size_t len, int nr, bool kernel_writes); /* true: pages left */
+void prefault_call_begin(int nr); /* the kernel will fault in the call: leave the caller's stack */
+void prefault_call_end(void);
+bool prefault_is_own_frame(uint64_t ip);
 
 /* ---- trace writer (trace.c) ---- */
 int trace_open(void);

@@ -184,6 +184,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	    evict_init(rt.cfg.localmem / ps, rt.cfg.maxmem / ps) < 0 || threads_init() < 0)
 		rt_die("runtime", "cannot reserve its bookkeeping memory", "lower -M");
 	handler_signal_init();
+	prefault_init();
 	rt_start_process();
 	rt_tls_internal--;
 }

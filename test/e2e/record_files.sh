@@ -107,7 +107,8 @@ with open(sys.argv[1], "rb") as f:
 print("shared", hashlib.sha256(s).hexdigest(), bytes(s[0:5]) != b"HELLO")
 EOF
 if same_output python_mmap "-L 8 -M 2048" $PY "$TMP/data/pymm.py" "$TMP/data/big.dat"; then
-	expect_stat python_mmap_file_faults "$TMP/python_mmap" faults_file -ge 16385
+	n=$(file_faults "$TMP/python_mmap")
+	[ "$n" -ge 16385 ] && pass python_mmap_file_faults || fail python_mmap_file_faults "$n file faults, expected >= 16385"
 	expect_stat python_mmap_shared_counted "$TMP/python_mmap" untracked_shared_file_bytes -ge $((64 << 20))
 fi
 

@@ -62,6 +62,26 @@ else
 	fail fork_child_own_files "expected the fork child to write its own stats file"
 fi
 expect_stat syscall_faults_recorded "$TMP/memops_syscalls" faults_syscall -gt 0
+# a system call's faults carry the program's stack at the call (leaf: the line of the call)
+"$FLTRACE" report -i "$TMP/memops_syscalls" > /dev/null 2>&1
+for call in PREAD READ; do
+	line=$(grep -n "/\* SYSCALL-$call \*/" "$ROOT/test/progs/memops.c" | cut -d: -f1)
+	n=$(python3 - "$TMP/memops_syscalls" "memops.c:$line" <<'PY'
+import csv, glob, sys
+n = 0
+for f in glob.glob(sys.argv[1] + "/fltrace-data-report-*.out"):
+    for r in csv.DictReader(open(f)):
+        leaf = r["code"].split("<//>")[0].split("<<<")[0].split("/")[-1]
+        if r["origin"] == "syscall" and leaf == sys.argv[2] and r["op"] == "write":
+            n += int(r["count"])
+print(n)
+PY
+)
+	# 32 MB buffers, 8192 pages: pread's is fresh (all fault), read's partly resident still (-L 8
+	# holds 2048 pages); each fault is the call's, brought in first (user mode) or by the kernel
+	want=$([ $call = PREAD ] && echo 8192 || echo 6000)
+	if [ "$n" -ge "$want" ]; then pass "syscall_stack_$call"; else fail "syscall_stack_$call" "$n syscall faults at memops.c:$line"; fi
+done
 
 # --- exact fault counts and callsites, at -O0 and -O2, with and without frame pointers ---
 line_of() { grep -n "/\* $1 \*/" "$ROOT/test/progs/stacks.c" | head -1 | cut -d: -f1; }

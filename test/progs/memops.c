@@ -75,7 +75,7 @@ static int mode_syscalls(void)
 	checksum(junk, n); /* evicts src */
 	ssize_t w = write(fd, src, n);
 	checksum(junk, n);
-	ssize_t r = pread(fd, dst, n, 0);
+	ssize_t r = pread(fd, dst, n, 0); /* SYSCALL-PREAD */
 	printf("write %zd pread %zd equal %d\n", w, r, memcmp(src, dst, n) == 0);
 	int sv[2];
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
@@ -98,7 +98,7 @@ static int mode_syscalls(void)
 	printf("socket %zu bytes equal %d\n", got, memcmp(src, dst, 4 * MB) == 0);
 	int zfd = open("/dev/zero", O_RDONLY);
 	checksum(junk, n);
-	r = read(zfd, src, n);
+	r = read(zfd, src, n); /* SYSCALL-READ */
 	printf("read /dev/zero %zd sum %016llx\n", r, (unsigned long long)checksum(src, n));
 	return 0;
 }

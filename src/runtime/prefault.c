@@ -1,0 +1,100 @@
+/* Buffers the program hands to system calls: their missing pages are brought in by the calling
+ * thread just before the call, so the fault is taken in user mode and recorded with the caller's
+ * stack (a fault the kernel takes inside the call can only be recorded with the call's address). */
+#include <errno.h>
+#include <link.h>
+#include <stdint.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "rt.h"
+
+#define PREFAULT_BATCH 64
+
+__thread struct rt_prefault rt_tls_prefault = { .nr = -1 };
+
+static struct {
+	uintptr_t lo, hi; /* our own library's mapped range: its frames are not the program's */
+} self;
+
+static int self_find(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t probe = (uintptr_t)arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && probe >= lo && probe < lo + ph->p_memsz) {
+			self.lo = lo;
+			self.hi = lo + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void prefault_init(void)
+{
+	dl_iterate_phdr(self_find, (void *)(uintptr_t)prefault_init);
+}
+
+bool prefault_is_own_frame(uint64_t ip)
+{
+	return ip >= self.lo && ip < self.hi;
+}
+
+/* Touches (reads) the missing pages of [buf, buf+len) in batches, at most half of local memory:
+ * a larger buffer would only evict its own first pages again. */
+bool prefault_range(const void *buf, size_t len, int nr, bool kernel_writes)
+{
+	if (!len || rt_tls_internal || atomic_load(&rt.phase) != RT_ON)
+		return false;
+	uintptr_t pages[PREFAULT_BATCH];
+	uintptr_t start = (uintptr_t)buf, end = start + len;
+	uint64_t budget = (rt.cfg.localmem >> rt.page_shift) / 2;
+	rt_tls_prefault.nr = nr;
+	rt_tls_prefault.kernel_writes = kernel_writes;
+	while (start < end && budget) {
+		rt_lock();
+		unsigned n = region_missing_pages(start, end - start, pages,
+						  budget < PREFAULT_BATCH ? (unsigned)budget : PREFAULT_BATCH);
+		rt_unlock();
+		if (n == 0)
+			break;
+		for (unsigned i = 0; i < n; i++)
+			(void)*(volatile const char *)pages[i];
+		budget -= n;
+		start = pages[n - 1] + rt.page_size;
+	}
+	rt_tls_prefault.nr = -1;
+	return budget == 0 && start < end;
+}
+
+/* For a buffer too big to bring in first: the kernel will fault inside the call, where no signal
+ * may reach the thread; the stack it was called with is left in its slot for the handler. */
+void prefault_call_begin(int nr)
+{
+	int saved_errno = errno;
+	struct rt_thread *t = threads_get(rt_gettid());
+	if (t) {
+		void *buf[FLTRACE_MAX_STACK_DEPTH + 8];
+		uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
+		rt_tls_internal++;
+		int n = unw_backtrace(buf, (int)rt.cfg.stack_depth + 8);
+		unsigned d = 0;
+		for (int i = 0; i < n && d < rt.cfg.stack_depth; i++)
+			if (d || !prefault_is_own_frame((uint64_t)buf[i]))
+				ips[d++] = (uint64_t)buf[i];
+		atomic_store(&t->call_stack, d ? trace_stack_id(ips, d) : FT_NO_STACK);
+		atomic_store(&t->call_nr, nr);
+		rt_tls_internal--;
+	}
+	errno = saved_errno;
+}
+
+void prefault_call_end(void)
+{
+	struct rt_thread *t = threads_find(rt_gettid());
+	if (t)
+		atomic_store(&t->call_nr, -1);
+}
