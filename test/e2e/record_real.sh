@@ -70,7 +70,8 @@ check_capped() {
 		return 1
 	fi
 	if [ $refetch -eq 0 ]; then
-		fail "$name" "faults_refetch is 0: nothing was evicted and fetched back at -L $2"
+		f=$(ls "$TMP/$name.d"/fltrace-data-stats-*.out | head -n 1)
+		fail "$name" "faults_refetch is 0: nothing was evicted and fetched back at -L $2 (faults $(stat_of "$f" faults), tracked_bytes $(stat_of "$f" tracked_bytes), untracked_rss_bytes $(stat_of "$f" untracked_rss_bytes), untracked_maps $(stat_of "$f" untracked_maps))"
 		return 1
 	fi
 	return 0
@@ -274,3 +275,43 @@ exec_case() {
 	fi
 }
 if [ -e lines.txt ]; then exec_case; else skip exec_chain "no input (needs $PY)"; fi
+
+# SIGKILL in the middle of a run (issue 3, point 7): python3 killed once its stats file shows
+# re-fetches. fltrace passes 137 on, and what was recorded up to the kill is readable: the stats
+# file, and a report with faults in it.
+sigkill_case() {
+	local name=sigkill_midway tpid fpid cpid f="" i r rows
+	rm -rf $name.d
+	timeout -k 5 "$LIMIT" "$FLTRACE" record -L 7 -M 1024 -o $name.d -- \
+		$PY "$DATA/real_objects.py" 1 100 > $name.out 2> $name.err &
+	tpid=$!
+	for i in $(seq 200); do
+		fpid=$(pgrep -P $tpid | head -n 1)
+		cpid=${fpid:+$(pgrep -P "$fpid" | head -n 1)}
+		[ -n "$cpid" ] && f=$name.d/fltrace-data-stats-$cpid.out
+		r=${f:+$(stat_of "$f" faults_refetch)}
+		[ "${r:-0}" -gt 0 ] && break
+		sleep 0.1
+	done
+	if [ "${r:-0}" -eq 0 ]; then
+		kill -KILL ${cpid:-} ${fpid:-} 2> /dev/null
+		wait $tpid
+		fail $name "no stats file with re-fetches within 20 s (pid ${cpid:-none}): $(ls $name.d 2>&1 | tr '\n' ' ')"
+		return
+	fi
+	kill -KILL "$cpid"
+	wait $tpid
+	RC=$?
+	rows=$(cd $name.d && "$FLTRACE" report > /dev/null 2>&1 &&
+		awk -F, 'NR > 1 { n += $3 } END { print n + 0 }' fltrace-data-report-$cpid.out 2> /dev/null)
+	if [ $RC -ne 137 ]; then
+		fail $name "exit status $RC, expected 137: $(tail -c 300 $name.err)"
+	elif [ -z "$(stat_of "$f" faults)" ]; then
+		fail $name "stats file unreadable after SIGKILL: $(tail -c 300 "$f")"
+	elif [ "${rows:-0}" -eq 0 ]; then
+		fail $name "fltrace report found no faults in the trace of the killed process $cpid"
+	else
+		pass $name
+	fi
+}
+if [ -x $PY ]; then sigkill_case; else skip sigkill_midway "$PY not installed"; fi
