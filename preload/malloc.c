@@ -1,7 +1,10 @@
 /* The heap: the whole malloc family goes to jemalloc (linked in, its entry points renamed
  * fltrace_je_*), whose memory comes from our mmap wrapper and is therefore tracked. */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -23,26 +26,76 @@ size_t fltrace_je_malloc_usable_size(void *);
  * enough that our fork handlers are registered before jemalloc's. */
 #define EARLY() rt_early_init()
 
+/* Allocations made for fltrace's own threads (glibc allocates a thread's TLS vector with calloc
+ * when we create one) come from untracked memory: a handler thread must never fault on memory
+ * only it can serve. A bump arena; freeing is a no-op (our threads live as long as the process). */
+#define INTERNAL_ARENA (4u << 20)
+static struct {
+	char *base;
+	_Atomic size_t used;
+} internal;
+
+static bool internal_owns(const void *p)
+{
+	return internal.base && (const char *)p >= internal.base && (const char *)p < internal.base + INTERNAL_ARENA;
+}
+
+static void *internal_alloc(size_t n, size_t align)
+{
+	if (!internal.base)
+		internal.base = rt_map(INTERNAL_ARENA);
+	if (align < 16)
+		align = 16;
+	size_t need = ((n + 15) & ~(size_t)15) + align + 16;
+	size_t at = atomic_fetch_add(&internal.used, need);
+	if (!internal.base || at + need > INTERNAL_ARENA) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	uintptr_t p = ((uintptr_t)internal.base + at + 16 + align - 1) & ~(uintptr_t)(align - 1);
+	((size_t *)p)[-1] = n; /* for malloc_usable_size and realloc */
+	return (void *)p;
+}
+
 EXPORT void *malloc(size_t n)
 {
 	EARLY();
+	if (rt_tls_internal)
+		return internal_alloc(n, 16);
 	return fltrace_je_malloc(n);
 }
 
 EXPORT void free(void *p)
 {
-	fltrace_je_free(p);
+	if (!internal_owns(p))
+		fltrace_je_free(p);
 }
 
 EXPORT void *calloc(size_t n, size_t size)
 {
 	EARLY();
+	if (rt_tls_internal) {
+		size_t bytes;
+		if (__builtin_mul_overflow(n, size, &bytes)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return internal_alloc(bytes, 16); /* fresh mapping: already zero */
+	}
 	return fltrace_je_calloc(n, size);
 }
 
 EXPORT void *realloc(void *p, size_t n)
 {
 	EARLY();
+	if (internal_owns(p) || (!p && rt_tls_internal)) {
+		void *q = internal_alloc(n, 16);
+		if (q && p) {
+			size_t old = ((size_t *)p)[-1];
+			memcpy(q, p, old < n ? old : n);
+		}
+		return q;
+	}
 	return fltrace_je_realloc(p, n);
 }
 
@@ -59,18 +112,26 @@ EXPORT void *reallocarray(void *p, size_t n, size_t size)
 EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
 	EARLY();
+	if (rt_tls_internal) {
+		*out = internal_alloc(n, align);
+		return *out ? 0 : ENOMEM;
+	}
 	return fltrace_je_posix_memalign(out, align, n);
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t n)
 {
 	EARLY();
+	if (rt_tls_internal)
+		return internal_alloc(n, align);
 	return fltrace_je_aligned_alloc(align, n);
 }
 
 EXPORT void *memalign(size_t align, size_t n)
 {
 	EARLY();
+	if (rt_tls_internal)
+		return internal_alloc(n, align);
 	return fltrace_je_memalign(align, n);
 }
 
@@ -89,5 +150,7 @@ EXPORT void *pvalloc(size_t n)
 
 EXPORT size_t malloc_usable_size(void *p)
 {
+	if (internal_owns(p))
+		return ((size_t *)p)[-1];
 	return fltrace_je_malloc_usable_size(p);
 }

@@ -12,7 +12,9 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* The C library's function behind ours (same type: ours has its prototype). */
+/* The C library's function behind ours (same type: ours has its prototype). Looked up on first
+ * use; the runtime's own threads never get here (they make raw system calls), so dlsym's loader
+ * lock cannot be taken by a handler while a program thread holds it in a fault. */
 #define REAL(name)                                                         \
 	static __typeof__(&name) real_##name;                              \
 	if (!real_##name)                                                  \

@@ -106,7 +106,7 @@ int filemap_read_page(int file, uint64_t off, void *buf)
 {
 	size_t got = 0;
 	while (got < rt.page_size) {
-		ssize_t n = pread(fm.v[file].fd, (char *)buf + got, rt.page_size - got, (off_t)(off + got));
+		ssize_t n = rt_pread(fm.v[file].fd, (char *)buf + got, rt.page_size - got, (off_t)(off + got));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)

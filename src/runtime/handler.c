@@ -37,6 +37,12 @@ static struct {
 } hd = { .stop_fd = -1 };
 
 static __thread struct rt_thread *tls_thread;
+static __thread bool tls_is_handler;
+
+bool handler_is_current_thread(void)
+{
+	return tls_is_handler;
+}
 
 struct handler_ctx {
 	struct rt_thread *pending[PENDING_MAX];
@@ -88,7 +94,7 @@ static int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_sta
 			if (t->procfd < 0)
 				return -errno;
 		}
-		ssize_t n = pread(t->procfd, buf, sizeof(buf) - 1, 0);
+		ssize_t n = rt_pread(t->procfd, buf, sizeof(buf) - 1, 0);
 		if (n > 0) {
 			buf[n] = '\0';
 			uint64_t v;
@@ -472,7 +478,7 @@ static bool thread_blocks_signal(int tid)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return true; /* gone */
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	ssize_t n = rt_read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
 		return true;
@@ -539,13 +545,14 @@ static void handler_pin(unsigned index)
 static void *handler_main(void *arg)
 {
 	rt_tls_internal = 1;
+	tls_is_handler = true;
 	handler_pin((unsigned)(uintptr_t)arg);
 	static __thread struct handler_ctx ctx;
 	struct uffd_msg msgs[MSG_BATCH];
 	struct pollfd pfd[2] = { { .fd = rt.uffd, .events = POLLIN }, { .fd = hd.stop_fd, .events = POLLIN } };
 	uint64_t last_msg = 0;
 	for (;;) {
-		ssize_t n = read(rt.uffd, msgs, sizeof(msgs));
+		ssize_t n = rt_read(rt.uffd, msgs, sizeof(msgs));
 		if (n > 0) {
 			atomic_fetch_add_explicit(&hd.progress, 1, memory_order_relaxed);
 			for (ssize_t i = 0; i < n / (ssize_t)sizeof(msgs[0]); i++)
@@ -586,18 +593,20 @@ int handler_start(void)
 	unsigned n = rt.cfg.handlers ? rt.cfg.handlers : 1;
 	if (n > RT_MAX_HANDLERS)
 		n = RT_MAX_HANDLERS;
+	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
 	for (hd.n = 0; hd.n < n; hd.n++) {
 		if (pthread_create(&hd.threads[hd.n], NULL, handler_main, (void *)(uintptr_t)hd.n) != 0)
-			return -EAGAIN;
+			break;
 		pthread_setname_np(hd.threads[hd.n], "fltrace-handler");
 	}
-	return 0;
+	rt_tls_internal--;
+	return hd.n == n ? 0 : -EAGAIN;
 }
 
 void handler_stop(void)
 {
 	uint64_t one = 1;
-	if (hd.stop_fd >= 0 && write(hd.stop_fd, &one, sizeof(one)) < 0)
+	if (hd.stop_fd >= 0 && rt_write(hd.stop_fd, &one, sizeof(one)) < 0)
 		return;
 }
 

@@ -51,7 +51,7 @@ static size_t maps_read(void)
 		return 0;
 	size_t len = 0;
 	ssize_t n;
-	while (len < MAPS_MAX && (n = read(fd, mh.buf + len, MAPS_MAX - len)) > 0)
+	while (len < MAPS_MAX && (n = rt_read(fd, mh.buf + len, MAPS_MAX - len)) > 0)
 		len += (size_t)n;
 	close(fd);
 	return len;

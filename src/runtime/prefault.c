@@ -55,9 +55,14 @@ bool prefault_range(const void *buf, size_t len, int nr, bool kernel_writes)
 	rt_tls_prefault.nr = nr;
 	rt_tls_prefault.kernel_writes = kernel_writes;
 	while (start < end && budget) {
-		rt_lock();
+		/* A program's signal handler may call write(2) while this thread holds the lock in one
+		 * of our wrappers: never wait for it here (the kernel then takes the faults instead). */
+		if (!rt_trylock())
+			break;
+		rt_tls_internal++;
 		unsigned n = region_missing_pages(start, end - start, pages,
 						  budget < PREFAULT_BATCH ? (unsigned)budget : PREFAULT_BATCH);
+		rt_tls_internal--;
 		rt_unlock();
 		if (n == 0)
 			break;

@@ -145,7 +145,8 @@ int handler_start(void);
 void handler_stop(void);
 void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
-void handler_watchdog(void);     /* once a second: a stuck handler stops the program */
+void handler_watchdog(void);
+bool handler_is_current_thread(void);     /* once a second: a stuck handler stops the program */
 
 /* ---- system-call buffers (prefault.c) ---- */
 struct rt_prefault {
@@ -218,6 +219,7 @@ void rt_early_init(void);     /* first entry of any wrapper: atfork handlers, re
 bool rt_active(void);         /* tracking is on */
 void rt_lock(void);
 void rt_unlock(void);
+bool rt_trylock(void);
 void rt_fork_prepare(void);
 void rt_fork_parent(void);
 void rt_fork_child(void);     /* inside fork(), before other atfork handlers */
@@ -237,6 +239,9 @@ void rt_unmap(void *p, size_t len);
 void rt_log(const char *msg);           /* one line to stderr, prefixed "fltrace: " */
 int rt_gettid(void);
 ssize_t rt_write_all(int fd, const void *buf, size_t len);
+ssize_t rt_read(int fd, void *buf, size_t n);
+ssize_t rt_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t rt_write(int fd, const void *buf, size_t n);
 void rt_sort_u64(uint64_t *v, size_t n);
 void rt_sort_u32(uint32_t *v, size_t n);
 

@@ -20,6 +20,11 @@ void rt_lock(void)
 	pthread_mutex_lock(&rt.lock);
 }
 
+bool rt_trylock(void)
+{
+	return pthread_mutex_trylock(&rt.lock) == 0;
+}
+
 void rt_unlock(void)
 {
 	pthread_mutex_unlock(&rt.lock);
@@ -166,6 +171,10 @@ static void rt_start_process(void)
 	rt_lock();
 	atomic_store(&rt.phase, RT_ON);
 	err = region_register_all(rt.uffd);
+	/* Pages touched before tracking began (jemalloc's start) may exceed -L: from now on, they
+	 * may not. The peak counts from here. */
+	evict_make_room(0);
+	atomic_store(&rt.stats.resident_peak_pages, atomic_load(&rt.stats.resident_pages));
 	rt_unlock();
 	if (err < 0)
 		rt_die("userfaultfd", "cannot register the program's memory", "report this as a bug");
@@ -174,8 +183,9 @@ static void rt_start_process(void)
 
 __attribute__((constructor(101))) static void rt_init(void)
 {
+	/* Not marked internal: jemalloc may start here (creating our threads allocates), and what it
+	 * maps is the program's heap, to be tracked like the rest. */
 	rt_early_init();
-	rt_tls_internal++;
 	atomic_store(&rt.phase, RT_STARTING);
 	config_parse(&rt.cfg);
 	uint64_t ps = rt.page_size;
@@ -186,7 +196,6 @@ __attribute__((constructor(101))) static void rt_init(void)
 	handler_signal_init();
 	prefault_init();
 	rt_start_process();
-	rt_tls_internal--;
 }
 
 /* ---- fork ---- */
@@ -219,7 +228,6 @@ void rt_fork_child_late(void)
 {
 	if (atomic_load(&rt.phase) != RT_STARTING)
 		return;
-	rt_tls_internal++;
 	close(rt.uffd);
 	close(rt.far_uffd);
 	threads_forget_all();
@@ -233,7 +241,6 @@ void rt_fork_child_late(void)
 	rt_lock();
 	evict_make_room(0);
 	rt_unlock();
-	rt_tls_internal--;
 }
 
 /* ---- exit ---- */
@@ -243,8 +250,11 @@ void rt_exit_flush(void)
 	static _Atomic int done;
 	if (rt.pid != getpid() || atomic_exchange(&done, 1))
 		return; /* a vfork child shares our memory: the parent's files are not its to close */
+	/* maps_snapshot walks the loader's link maps, which for dlopen'ed objects live on the heap:
+	 * not from a handler thread (rt_die), which must never fault on tracked memory. */
+	if (!handler_is_current_thread())
+		maps_snapshot();
 	rt_tls_internal++;
-	maps_snapshot();
 	stats_stop();
 	trace_close();
 	rt_tls_internal--;

@@ -25,7 +25,7 @@ static void stats_read_status(uint64_t *hwm, uint64_t *rss)
 	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	ssize_t n = rt_read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
 		return;
@@ -145,7 +145,10 @@ int stats_start(void)
 	if (st.fd < 0)
 		return -1;
 	atomic_store(&st.stop, 0);
-	if (pthread_create(&st.thread, NULL, stats_main, NULL) != 0)
+	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
+	int err = pthread_create(&st.thread, NULL, stats_main, NULL);
+	rt_tls_internal--;
+	if (err != 0)
 		return -1;
 	st.started = true;
 	return 0;

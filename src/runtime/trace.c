@@ -79,7 +79,7 @@ static int trace_cmdline(char *buf, size_t cap, unsigned *nargs)
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	ssize_t n = read(fd, buf, cap - 1);
+	ssize_t n = rt_read(fd, buf, cap - 1);
 	close(fd);
 	if (n <= 0)
 		return 0;

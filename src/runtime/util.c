@@ -43,12 +43,29 @@ int rt_gettid(void)
 	return (int)syscall(SYS_gettid);
 }
 
+/* Raw system calls: the library exports read/pread/write wrappers (preload/syscalls.c), which the
+ * runtime's own I/O must not go through. */
+ssize_t rt_read(int fd, void *buf, size_t n)
+{
+	return syscall(SYS_read, fd, buf, n);
+}
+
+ssize_t rt_pread(int fd, void *buf, size_t n, off_t off)
+{
+	return syscall(SYS_pread64, fd, buf, n, off);
+}
+
+ssize_t rt_write(int fd, const void *buf, size_t n)
+{
+	return syscall(SYS_write, fd, buf, n);
+}
+
 ssize_t rt_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 	size_t done = 0;
 	while (done < len) {
-		ssize_t n = write(fd, p + done, len - done);
+		ssize_t n = rt_write(fd, p + done, len - done);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)

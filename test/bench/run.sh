@@ -4,7 +4,8 @@
 #
 # Environment: BENCH_RUNS (default 5; 3 with BENCH_QUICK=1), BENCH_QUICK=1 (smaller sizes),
 # BENCH_ONLY="fillscan bfs" (a subset of workloads), BENCH_TIMEOUT (s per run, default 120),
-# BENCH_RECORD_OPTS (extra `fltrace record` options, e.g. "--poll spin"), FLTRACE_BUILD (build dir).
+# BENCH_RECORD_OPTS (extra `fltrace record` options, e.g. "--poll spin"), BENCH_BFS_SCALE (graph of
+# 2^N vertices, default 19), FLTRACE_BUILD (build directory, default build).
 # Times are never pass/fail: the exit status is non-zero only if the bench itself could not run.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,10 +27,12 @@ if [ "$QUICK" = 1 ]; then
 	FS_MB=64 PY_N=100000 SQL_ROWS=100000 SORT_LINES=200000 BFS_SCALE=18 FLOOR_PAGES=1024 FLOOR_REPS=3
 else
 	# At a quarter of the peak every workload re-fetches most of its memory many times (measured
-	# here: sort of 100 MB, 1.8M faults, 52 s per run; python with 1M keys, 0.94M faults, 42 s):
-	# these sizes keep each quarter run to seconds and the whole bench under 10 minutes.
-	FS_MB=256 PY_N=300000 SQL_ROWS=400000 SORT_LINES=600000 BFS_SCALE=20 FLOOR_PAGES=4096 FLOOR_REPS=5
+	# here: sort of 100 MB, 1.8M faults, 52 s per run; python with 1M keys, 0.94M faults, 42 s;
+	# bfs at scale 20 (1M vertices), 0.44M faults, 34 s): these sizes keep each quarter run to
+	# seconds and the whole bench under 10 minutes. BENCH_BFS_SCALE=20 runs the 1M-vertex graph.
+	FS_MB=256 PY_N=100000 SQL_ROWS=400000 SORT_LINES=300000 BFS_SCALE=19 FLOOR_PAGES=4096 FLOOR_REPS=5
 fi
+BFS_SCALE=${BENCH_BFS_SCALE:-$BFS_SCALE}
 WORKLOADS=(startup fillscan fillscan-8t bfs python sqlite sort)
 [ -n "${BENCH_ONLY:-}" ] && read -r -a WORKLOADS <<< "$BENCH_ONLY"
 
@@ -198,7 +201,7 @@ ROWS=() # CSV rows of the table, in order
 HEADER="workload,mode,L_MB,runs,time_s,time_min_s,time_max_s,x_native,faults,faults_zero,faults_refetch,us_per_fault,trace_bytes_per_fault,peak_rss_mb,perfstat_faults,zero_vs_perfstat_pct,leaf_src_pct,note"
 
 summarize() { # WL: appends its rows to ROWS
-	local wl=$1 mode nat nt
+	local wl=$1 mode nat
 	nat=$(col "$wl" native 4 | med)
 	local pstat; pstat=$(col "$wl" perfstat 6 | med)
 	for mode in native ample quarter perf; do
@@ -238,7 +241,12 @@ summarize() { # WL: appends its rows to ROWS
 			local ps ns net
 			ps=$(col startup perf 4 | med) ns=$(col startup native 4 | med)
 			net=$(calc "if (\"$ps\" != \"\" && $faults + 0 > 0 && \"$t\" != \"\") printf \"%.1f\", ($t - $nat - ($ps - $ns)) * 1e6 / $faults")
-			[ -n "$net" ] && [ "$wl" != startup ] && note="$note; $net us/flt without perf's fixed start-up" ;;
+			if [ -n "$net" ] && [ "$wl" != startup ]; then
+				case $net in
+				-*) note="$note; without perf's fixed start-up: below this bench's resolution" ;;
+				*) note="$note; $net us/flt without perf's fixed start-up" ;;
+				esac
+			fi ;;
 		esac
 		local bad; bad=$(awk -v w="$wl" -v m="$mode" '$1 == w && $2 == m && $12 != "ok" { print $12 }' "$TMP/runs" | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')
 		[ -n "$bad" ] && note="$note; FAILED RUNS: $bad"
@@ -358,8 +366,8 @@ cat <<- 'EOF'
 	record` with -L larger than the program's peak (only first-touch faults); quarter = -L a quarter
 	of the peak tracked resident memory of an ample run (evictions and re-fetches); perf = `perf record
 	-e page-faults -c 1 -g` (it has a fixed start-up of about a second: see the startup row; its
-	notes give its cost per fault without it). time s is the median wall time, min-max its range over the runs, x nat
-	the ratio of medians to native. faults: fltrace's recorded faults (native: `perf stat -e
+	notes give its cost per fault without it). time s is the median wall time, min-max its range
+	over the runs, x nat the ratio of medians to native. faults: fltrace's recorded faults (native: `perf stat -e
 	page-faults`, every fault the kernel takes; perf: samples written). us/flt = (median time -
 	native median) / faults: what one recorded fault costs the program. B/flt: trace (or perf.data)
 	bytes per fault. RSS MB: peak RSS (native: the process; fltrace: VmHWM, which includes the far
