@@ -48,8 +48,12 @@ JEMALLOC_U := $(foreach s,$(JEMALLOC_SYMS),-Wl,-u,fltrace_je_$(s))
 
 TOOL_LIBS := -lelf -lm
 
-.PHONY: all test unit-test bench install clean progs
-all: fltrace $(PRELOAD_LIB) progs
+.PHONY: all test unit-test bench stress install clean progs
+all: $(B)/bin/fltrace $(PRELOAD_LIB) progs
+# ./fltrace names the default build only: other BUILD trees do not repoint it.
+ifeq ($(B),build)
+all: fltrace
+endif
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -113,8 +117,11 @@ test: unit-test
 	@FLTRACE_BUILD=$(B) FLTRACE_UNIT_ONLY=1 bash test/run.sh $(UNIT_BIN)
 endif
 
-bench: all
-	@bash test/bench/run.sh
+bench: all unit-test
+	@FLTRACE_BUILD=$(B) bash test/bench/run.sh
+
+stress: all
+	@FLTRACE_BUILD=$(B) bash test/stress/run.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/fltrace

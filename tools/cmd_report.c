@@ -623,13 +623,21 @@ int cmd_report(int argc, char **argv)
 		if (merged) {
 			report_write_top(stdout, "all processes", merged, sym, env.top);
 		} else {
+			size_t quiet = 0;
 			for (size_t i = 0; i < nprocs; i++) {
 				char title[4200];
+				/* Wrappers (env, a pyenv shim's bash) fault nothing tracked: one line for all. */
+				if (agg_total(views[i]) == 0 && nprocs > 1) {
+					quiet++;
+					continue;
+				}
 				snprintf(title, sizeof(title), "pid %s (%s)",
 					 report_suffix(procs[i]->pid, procs[i]->gen, sfx, sizeof(sfx)),
 					 procs[i]->exe);
 				report_write_top(stdout, title, views[i], sym, env.top);
 			}
+			if (quiet)
+				printf("(%zu more process%s with no faults)\n", quiet, quiet == 1 ? "" : "es");
 		}
 	} else if (merged) {
 		if (report_write_csv(env.dir, "fltrace-data-report-all.out", merged, sym))
