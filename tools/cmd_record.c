@@ -60,8 +60,9 @@ static void record_help(void)
 "                          removed first, so that a report never mixes two runs\n"
 "      --policy <p>        eviction policy: clock (default) or fifo\n"
 "      --depth <n>         stack frames recorded per fault (default %d, at most %d)\n"
-"      --poll <mode>       handler threads wait with block (default) or spin (busy-poll:\n"
-"                          lower latency, one core busy per thread)\n"
+"      --poll <mode>       how handler threads wait for faults: adaptive (default: poll for\n"
+"                          100 us after a fault, then block), block, or spin (busy-poll,\n"
+"                          one core busy per thread)\n"
 "  -h, --help              this help\n"
 "\n"
 "exit status: the command's own status (128+N if it died of signal N); 2 for a usage error or\n"
@@ -137,11 +138,10 @@ static int record_parse_policy(const char *arg, struct record_opts *o)
 
 static int record_parse_poll(const char *arg, struct record_opts *o)
 {
-	if (!strcmp(arg, "block") || !strcmp(arg, "spin"))
-		o->poll_spin = !strcmp(arg, "spin");
-	else
-		return cli_error(CLI_EXIT_USAGE, "--poll", "'%s' is not a mode; give block or spin",
+	if (strcmp(arg, "adaptive") && strcmp(arg, "block") && strcmp(arg, "spin"))
+		return cli_error(CLI_EXIT_USAGE, "--poll", "'%s' is not a mode; give adaptive, block or spin",
 				 arg);
+	o->poll = arg;
 	return 0;
 }
 

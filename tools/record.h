@@ -17,7 +17,7 @@ struct record_opts {
 	uint64_t samplerate;        /* -S, faults per second, 0 = all */
 	uint64_t depth;             /* --depth */
 	enum fltrace_policy policy; /* --policy */
-	bool poll_spin;             /* --poll spin */
+	const char *poll;           /* --poll: adaptive (default), block or spin */
 	bool have_cores;            /* --cores given */
 	struct cpulist cores;       /* --cores */
 	const char *outdir_arg;     /* -o as given */

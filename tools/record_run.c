@@ -149,7 +149,7 @@ static int run_set_environment(const struct record_opts *o)
 	err |= run_setenv_u64(FLTRACE_ENV_SAMPLERATE, o->samplerate);
 	err |= setenv(FLTRACE_ENV_POLICY, o->policy == FLTRACE_POLICY_FIFO ? "fifo" : "clock", 1);
 	err |= run_setenv_u64(FLTRACE_ENV_STACK_DEPTH, o->depth);
-	err |= setenv(FLTRACE_ENV_POLL, o->poll_spin ? "spin" : "block", 1);
+	err |= setenv(FLTRACE_ENV_POLL, o->poll ? o->poll : "adaptive", 1);
 	err |= setenv(FLTRACE_ENV_PRELOAD_PATH, o->preload, 1);
 	/* Never let a stale value from the caller's environment pin or report for us. */
 	err |= unsetenv(FLTRACE_ENV_CORES);

@@ -67,7 +67,7 @@ got=$(grep -E '^(FLTRACE_(LOCALMEM|MAXMEM|OUTDIR|HANDLERS|CORES|SAMPLERATE|POLIC
 expect_eq environment_contract "environment" "$(sort <<<"$want")" "$got"
 got=$(cd "$OUT" && FLTRACE_CORES=3 "$FLTRACE" record -L 16 -M 64 -- env 2>/dev/null |
 	grep -E '^(FLTRACE_(CORES|HANDLERS|SAMPLERATE|POLICY|STACK_DEPTH|POLL|OUTDIR|STATUS_FD)|LD_PRELOAD)=' | sort | tr '\n' ' ')
-expect_eq environment_defaults "environment" "FLTRACE_HANDLERS=1 FLTRACE_OUTDIR=$(readlink -f "$OUT") FLTRACE_POLICY=clock FLTRACE_POLL=block FLTRACE_SAMPLERATE=0 FLTRACE_STACK_DEPTH=64 LD_PRELOAD=$lib " "$got"
+expect_eq environment_defaults "environment" "FLTRACE_HANDLERS=1 FLTRACE_OUTDIR=$(readlink -f "$OUT") FLTRACE_POLICY=clock FLTRACE_POLL=adaptive FLTRACE_SAMPLERATE=0 FLTRACE_STACK_DEPTH=64 LD_PRELOAD=$lib " "$got"
 
 # Exit statuses: the command's own, 128+N for signal N.
 "${REC[@]}" -- sh -c 'exit 7' 2>/dev/null
