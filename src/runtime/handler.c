@@ -351,44 +351,28 @@ static bool fault_serve_soft(uintptr_t addr)
 	return true;
 }
 
-static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
+/* Puts the page's content in place through `fd`: zeros, its far copy, or its file data. The page
+ * is missing (EMPTY or EVICTED). Returns 0, -EEXIST (it was there already) or another -errno. */
+int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kind, uint32_t *region)
 {
-	if (fault_serve_soft(addr))
-		return false;
-	uint32_t *pg = region_page(addr);
-	if (!pg || pg_state(*pg) == PAGE_PRESENT) {
-		uffd_wake(rt.uffd, addr, rt.page_size);
-		atomic_fetch_add(&rt.stats.faults_dup, 1);
-		return false;
-	}
-	int err = evict_make_room(1);
-	if (err == -ENOSPC)
-		handler_die_maxmem();
 	bool evicted = pg_state(*pg) == PAGE_EVICTED;
 	bool from_file = !evicted && (*pg & PG_FILE);
 	uint32_t slot = pg_slot(*pg);
 	const void *src = evicted ? farmem_addr(slot) : hd.zero_page;
-	t->kind = evicted ? FT_KIND_REFETCH : FT_KIND_ZERO;
+	*kind = evicted ? FT_KIND_REFETCH : FT_KIND_ZERO;
 	if (from_file) {
 		/* Never written (or dropped clean): the file holds the page. */
 		const struct region *r = region_of(addr);
-		err = filemap_read_page(r->file, r->file_off + (addr - r->start), hd.file_page);
+		int err = filemap_read_page(r->file, r->file_off + (addr - r->start), hd.file_page);
 		if (err < 0)
 			handler_die_file(addr, err);
 		src = hd.file_page;
-		t->kind = FT_KIND_FILE;
-		t->region = r->id;
-	} else if (!evicted) {
-		t->flags |= FT_FLAG_ZERO;
+		*kind = FT_KIND_FILE;
+		*region = r->id;
 	}
-	err = uffd_copy(rt.uffd, addr, src, rt.page_size, !signal);
-	if (err == -EEXIST) {
-		uffd_wake(rt.uffd, addr, rt.page_size);
-	} else if (err < 0) {
-		/* ENOENT/ESRCH: the mapping or the process went away meanwhile. */
-		uffd_wake(rt.uffd, addr, rt.page_size);
-		return false;
-	}
+	int err = uffd_copy(fd, addr, src, rt.page_size, wake);
+	if (err < 0 && err != -EEXIST)
+		return err; /* ENOENT/ESRCH: the mapping or the process went away meanwhile */
 	if (evicted) {
 		farmem_free(slot);
 		stats_far_add(-1);
@@ -399,7 +383,29 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
 		*pg |= PG_CLEAN;
 	atomic_fetch_add(&rt.stats.resident_pages, 1);
 	evict_note_present(addr, pg);
-	return err == 0;
+	return err;
+}
+
+static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
+{
+	if (fault_serve_soft(addr))
+		return false;
+	uint32_t *pg = region_page(addr);
+	if (!pg || pg_state(*pg) == PAGE_PRESENT) {
+		uffd_wake(rt.uffd, addr, rt.page_size);
+		atomic_fetch_add(&rt.stats.faults_dup, 1);
+		return false;
+	}
+	if (evict_make_room(1) == -ENOSPC)
+		handler_die_maxmem();
+	int err = fault_bring_in(rt.uffd, addr, pg, !signal, &t->kind, &t->region);
+	if (t->kind == FT_KIND_ZERO)
+		t->flags |= FT_FLAG_ZERO;
+	if (err < 0) {
+		uffd_wake(rt.uffd, addr, rt.page_size);
+		return false;
+	}
+	return true;
 }
 
 static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)

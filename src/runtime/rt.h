@@ -146,6 +146,7 @@ void handler_stop(void);
 void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
 void handler_watchdog(void);
+int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kind, uint32_t *region);
 bool handler_is_current_thread(void);     /* once a second: a stuck handler stops the program */
 
 /* ---- system-call buffers (prefault.c) ---- */
@@ -216,6 +217,7 @@ RT_HIDDEN extern struct rt rt;
 RT_HIDDEN extern __thread int rt_tls_internal;
 
 void rt_early_init(void);     /* first entry of any wrapper: atfork handlers, region table */
+void rt_start_process(void);  /* the fds, files and threads of this process (fork.c calls it again) */
 bool rt_active(void);         /* tracking is on */
 void rt_lock(void);
 void rt_unlock(void);

@@ -147,7 +147,7 @@ static void rt_die_uffd(int err)
 }
 
 /* Everything that needs the process's identity: the fds, the far store, the files, the threads. */
-static void rt_start_process(void)
+void rt_start_process(void)
 {
 	rt.pid = getpid();
 	rt.start_realtime_ns = rt_now_ns();
@@ -200,51 +200,6 @@ __attribute__((constructor(101))) static void rt_init(void)
 	handler_signal_init();
 	prefault_init();
 	rt_start_process();
-}
-
-/* ---- fork ---- */
-
-void rt_fork_prepare(void)
-{
-	rt_lock(); /* no eviction while the address space is copied */
-}
-
-void rt_fork_parent(void)
-{
-	rt_unlock();
-}
-
-/* The child's memory is no longer registered (no UFFD_FEATURE_EVENT_FORK): evicted pages would read
- * as zeros, so they are copied back before any other fork handler (jemalloc's) touches the heap. */
-void rt_fork_child(void)
-{
-	pthread_mutex_init(&rt.lock, NULL);
-	if (atomic_load(&rt.phase) != RT_ON)
-		return;
-	atomic_store(&rt.phase, RT_STARTING);
-	rt_tls_internal++;
-	region_restore_evicted();
-	rt_tls_internal--;
-}
-
-/* After fork() returned in the child: a runtime of its own (files named by its pid). */
-void rt_fork_child_late(void)
-{
-	if (atomic_load(&rt.phase) != RT_STARTING)
-		return;
-	close(rt.uffd);
-	close(rt.far_uffd);
-	threads_forget_all();
-	uint64_t resident = atomic_load(&rt.stats.resident_pages);
-	memset(&rt.stats, 0, sizeof(rt.stats)); /* the child's own counts start now */
-	atomic_store(&rt.stats.resident_pages, resident);
-	atomic_store(&rt.stats.resident_peak_pages, resident);
-	trace_close_inherited();
-	maps_close();
-	rt_start_process();
-	rt_lock();
-	evict_make_room(0);
-	rt_unlock();
 }
 
 /* ---- exit ---- */

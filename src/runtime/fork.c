@@ -1,0 +1,107 @@
+/* fork without exec: the child inherits our bookkeeping but not the userfaultfd registration, so
+ * until its own runtime starts, its missing pages are served in the faulting thread (SIGBUS mode). */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+static struct {
+	int uffd;                /* the child's until its runtime starts; -1 otherwise */
+	struct sigaction saved;  /* the program's SIGBUS action, put back afterwards */
+} fw = { .uffd = -1 };
+
+void rt_fork_prepare(void)
+{
+	rt_lock(); /* no eviction while the address space is copied */
+}
+
+void rt_fork_parent(void)
+{
+	rt_unlock();
+}
+
+/* In the window between fork and the child's runtime (other fork handlers, jemalloc's among them,
+ * run there), a missing page raises SIGBUS and this thread brings it in itself. The child is
+ * single-threaded then, so the bookkeeping needs no lock. */
+static void fork_on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t page = (uintptr_t)si->si_addr & ~((uintptr_t)rt.page_size - 1);
+	uint32_t *pg = fw.uffd >= 0 ? region_page(page) : NULL;
+	if (pg && pg_state(*pg) == PAGE_INACTIVE) { /* on probation: still local, its data in a slot */
+		*pg = pg_with_state(*pg, PAGE_EVICTED);
+		atomic_fetch_sub(&rt.stats.inactive_pages, 1);
+		atomic_fetch_sub(&rt.stats.resident_pages, 1);
+		stats_far_add(1);
+	}
+	if (pg && pg_state(*pg) != PAGE_PRESENT) {
+		uint8_t kind;
+		uint32_t region;
+		int saved_errno = errno;
+		rt_tls_internal++;
+		int err = fault_bring_in(fw.uffd, page, pg, true, &kind, &region);
+		rt_tls_internal--;
+		errno = saved_errno;
+		if (err == 0 || err == -EEXIST)
+			return; /* the access is retried and finds the page */
+	}
+	/* Not ours: the program's own SIGBUS (a file mapping past its end, say). Put its action back;
+	 * the access faults again and gets it. */
+	rt_real_sigaction(SIGBUS, &fw.saved, NULL);
+}
+
+/* Runs first among the child's fork handlers (ours were registered before jemalloc's). */
+void rt_fork_child(void)
+{
+	pthread_mutex_init(&rt.lock, NULL);
+	if (atomic_load(&rt.phase) != RT_ON)
+		return;
+	atomic_store(&rt.phase, RT_STARTING);
+	rt_tls_internal++;
+	fw.uffd = uffd_open(true, NULL);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = fork_on_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	if (fw.uffd < 0 || rt_real_sigaction(SIGBUS, &sa, &fw.saved) < 0 ||
+	    region_register_all(fw.uffd) < 0) {
+		/* No userfaultfd for the window: copy every evicted page back (the cap is exceeded
+		 * until the child's runtime evicts again). */
+		if (fw.uffd >= 0)
+			close(fw.uffd);
+		fw.uffd = -1;
+		region_restore_evicted();
+	}
+	rt_tls_internal--;
+}
+
+/* After fork() returned in the child: a runtime of its own (files named by its pid). Closing the
+ * window's userfaultfd unregisters the memory; the new runtime registers it again. */
+void rt_fork_child_late(void)
+{
+	if (atomic_load(&rt.phase) != RT_STARTING)
+		return;
+	if (fw.uffd >= 0) {
+		close(fw.uffd);
+		fw.uffd = -1;
+		rt_real_sigaction(SIGBUS, &fw.saved, NULL);
+	}
+	close(rt.uffd);
+	close(rt.far_uffd);
+	threads_forget_all();
+	struct rt_stats keep = rt.stats;
+	memset(&rt.stats, 0, sizeof(rt.stats)); /* the child's own counts start now */
+	atomic_store(&rt.stats.resident_pages, atomic_load(&keep.resident_pages));
+	atomic_store(&rt.stats.resident_peak_pages, atomic_load(&keep.resident_pages));
+	atomic_store(&rt.stats.inactive_pages, atomic_load(&keep.inactive_pages));
+	atomic_store(&rt.stats.far_pages, atomic_load(&keep.far_pages));
+	atomic_store(&rt.stats.far_peak_pages, atomic_load(&keep.far_pages));
+	trace_close_inherited();
+	maps_close();
+	rt_start_process();
+	rt_lock();
+	evict_make_room(0);
+	rt_unlock();
+}
