@@ -55,6 +55,10 @@ same_output fillscan_2_handlers "$L8 -C 2" "$PROGS/fillscan" 48 2 4
 for mode in fork syscalls remap madvise signals; do
 	same_output "memops_$mode" "$L8" "$PROGS/memops" "$mode"
 done
+# kernel waits on evicted memory (futex, epoll_wait, O_DIRECT): fifo, so that the pages are really
+# gone (clock's probation would bring them back as soft faults) and the kernel takes the faults
+same_output memops_waits "$L8 --policy fifo" "$PROGS/memops" waits &&
+	expect_stat kernel_waits_faulted "$TMP/memops_waits" faults_syscall -ge 2
 expect_stat fork_child_traced "$TMP/memops_fork" faults -gt 1000
 if [ "$(ls "$TMP"/memops_fork/fltrace-data-stats-*.out | wc -l)" -ge 2 ]; then
 	pass fork_child_own_files

@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/futex.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +26,14 @@ static uint64_t checksum(const void *p, size_t n)
 	for (size_t i = 0; i < n / 8; i++)
 		h = (h ^ w[i]) * 1099511628211ull;
 	return h;
+}
+
+/* Reads a junk buffer so that other pages get evicted (its result must be used, or the compiler
+ * drops the call). */
+static volatile uint64_t sink;
+static void scan(const void *p, size_t n)
+{
+	sink += checksum(p, n);
 }
 
 static void fill(void *p, size_t n, uint64_t seed)
@@ -72,14 +84,14 @@ static int mode_syscalls(void)
 	char path[] = "/tmp/fltrace-memops-XXXXXX";
 	int fd = mkstemp(path);
 	unlink(path);
-	checksum(junk, n); /* evicts src */
+	scan(junk, n); /* evicts src */
 	ssize_t w = write(fd, src, n);
-	checksum(junk, n);
+	scan(junk, n);
 	ssize_t r = pread(fd, dst, n, 0); /* SYSCALL-PREAD */
 	printf("write %zd pread %zd equal %d\n", w, r, memcmp(src, dst, n) == 0);
 	int sv[2];
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-	checksum(junk, n);
+	scan(junk, n);
 	size_t chunk = 64 * 1024, got = 0;
 	for (size_t off = 0; off < 4 * MB; off += chunk) {
 		if (send(sv[0], src + off, chunk, 0) != (ssize_t)chunk)
@@ -97,7 +109,7 @@ static int mode_syscalls(void)
 	}
 	printf("socket %zu bytes equal %d\n", got, memcmp(src, dst, 4 * MB) == 0);
 	int zfd = open("/dev/zero", O_RDONLY);
-	checksum(junk, n);
+	scan(junk, n);
 	r = read(zfd, src, n); /* SYSCALL-READ */
 	printf("read /dev/zero %zd sum %016llx\n", r, (unsigned long long)checksum(src, n));
 	return 0;
@@ -110,16 +122,16 @@ static int mode_remap(void)
 	char *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	fill(p, n, 11);
 	char *junk = heap(32 * MB, 12);
-	checksum(junk, 32 * MB);
+	scan(junk, 32 * MB);
 	p = mremap(p, n, 2 * n, MREMAP_MAYMOVE);
 	printf("grown: %016llx tail %016llx\n", (unsigned long long)checksum(p, n), (unsigned long long)checksum(p + n, n));
 	fill(p + n, n, 13);
-	checksum(junk, 32 * MB);
+	scan(junk, 32 * MB);
 	p = mremap(p, 2 * n, n / 2, 0);
 	printf("shrunk: %016llx\n", (unsigned long long)checksum(p, n / 2));
 	char *fixed = mmap(NULL, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	p = mremap(p, n / 2, n / 2, MREMAP_MAYMOVE | MREMAP_FIXED, fixed);
-	checksum(junk, 32 * MB);
+	scan(junk, 32 * MB);
 	printf("moved: %016llx\n", (unsigned long long)checksum(p, n / 2));
 	munmap(p + MB, MB); /* a hole in the middle */
 	printf("holed: %016llx %016llx\n", (unsigned long long)checksum(p, MB), (unsigned long long)checksum(p + 2 * MB, n / 2 - 2 * MB));
@@ -134,7 +146,7 @@ static int mode_madvise(void)
 	fill(p, n, 21);
 	madvise(p, MB, MADV_DONTNEED); /* resident pages */
 	char *junk = heap(32 * MB, 22);
-	checksum(junk, 32 * MB);
+	scan(junk, 32 * MB);
 	madvise(p + 4 * MB, 4 * MB, MADV_DONTNEED); /* evicted pages */
 	madvise(p + 8 * MB, 4 * MB, MADV_FREE);
 	/* After MADV_FREE a page holds either its old data or zeros: the kernel may do either. */
@@ -150,6 +162,82 @@ static int mode_madvise(void)
 	for (size_t i = 0; i < n; i++)
 		zeros += p[i] == 0;
 	printf("zero bytes %zu sum %016llx free-pages-wrong %zu\n", zeros, (unsigned long long)checksum(p, n), bad);
+	return 0;
+}
+
+struct waiter {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int ready;
+	int fds[2];
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+	pthread_mutex_lock(&w->mu);
+	while (!w->ready)
+		pthread_cond_wait(&w->cv, &w->mu); /* futex waits on heap memory that gets evicted */
+	pthread_mutex_unlock(&w->mu);
+	int ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN }, *out = malloc(64 * sizeof(*out));
+	epoll_ctl(ep, EPOLL_CTL_ADD, w->fds[0], &ev);
+	char *junk = heap(24 * MB, 61);
+	scan(junk, 24 * MB); /* evicts `out` before the kernel writes into it */
+	int n = epoll_wait(ep, out, 64, 5000);
+	printf("epoll_wait %d events %s\n", n, n == 1 && (out[0].events & EPOLLIN) ? "EPOLLIN" : "?");
+	return NULL;
+}
+
+/* Waits in the kernel on memory that is missing: futex (mutex, condvar), epoll_wait's events
+ * buffer, an O_DIRECT read: none may fail, come back short or hang because of tracing. */
+static int mode_waits(void)
+{
+	struct waiter *w = malloc(sizeof(*w));
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	w->ready = 0;
+	if (pipe(w->fds) < 0)
+		return 1;
+	pthread_t t;
+	pthread_create(&t, NULL, wait_thread, w);
+	char *junk = heap(24 * MB, 62);
+	scan(junk, 24 * MB); /* evicts the mutex and condvar */
+	pthread_mutex_lock(&w->mu);
+	w->ready = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	usleep(200 * 1000);
+	if (write(w->fds[1], "x", 1) != 1)
+		return 1;
+	pthread_join(t, NULL);
+	/* A raw FUTEX_WAIT reads its word in the kernel: on an evicted page, that is a kernel fault. */
+	int *word = malloc(64 * 4096);
+	for (int i = 0; i < 64; i++)
+		word[i * 1024] = 7;
+	scan(junk, 24 * MB);
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	long a = syscall(SYS_futex, &word[0], FUTEX_WAIT, 8, NULL, NULL, 0);
+	int ea = errno;
+	long b = syscall(SYS_futex, &word[32 * 1024], FUTEX_WAIT, 7, &ts, NULL, 0);
+	int eb = errno;
+	printf("futex mismatch %ld %s, timeout %ld %s\n", a, ea == EAGAIN ? "EAGAIN" : "?", b,
+	       eb == ETIMEDOUT ? "ETIMEDOUT" : "?");
+	char path[] = "/var/tmp/fltrace-direct-XXXXXX";
+	int fd = mkstemp(path);
+	char *src = heap(4 * MB, 63);
+	if (fd < 0 || write(fd, src, 4 * MB) != 4 * MB)
+		return 1;
+	close(fd);
+	fd = open(path, O_RDONLY | O_DIRECT);
+	unlink(path);
+	void *dst;
+	if (posix_memalign(&dst, 4096, 4 * MB))
+		return 1;
+	memset(dst, 0, 4 * MB);
+	scan(junk, 24 * MB); /* evicts dst */
+	ssize_t r = fd >= 0 ? read(fd, dst, 4 * MB) : -2; /* -2: no O_DIRECT on this file system */
+	printf("O_DIRECT read %zd equal %d\n", r, r == 4 * MB ? memcmp(src, dst, 4 * MB) == 0 : -1);
 	return 0;
 }
 
@@ -212,7 +300,7 @@ static int mode_exit(const char *how)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: memops fork|syscalls|remap|madvise|signals|exit HOW\n");
+		fprintf(stderr, "usage: memops fork|syscalls|remap|madvise|signals|waits|exit HOW\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "fork"))
@@ -225,6 +313,8 @@ int main(int argc, char **argv)
 		return mode_madvise();
 	if (!strcmp(argv[1], "signals"))
 		return mode_signals();
+	if (!strcmp(argv[1], "waits"))
+		return mode_waits();
 	if (!strcmp(argv[1], "exit") && argc > 2)
 		return mode_exit(argv[2]);
 	return 2;
