@@ -48,3 +48,38 @@ expect_error() {
 have_preload() {
 	[ -f "$BUILD/lib/fltrace/libfltrace.so" ]
 }
+
+# same_output NAME "RECORD OPTIONS" ARGS...: the command's stdout + exit status under
+# `fltrace record OPTIONS` (trace in $TMP/NAME) equal its untraced run's; a hang is a failure
+same_output() {
+	local name=$1 opts=$2; shift 2
+	local dir=$TMP/$name
+	mkdir -p "$dir"
+	"$@" > "$dir/native" 2>&1; echo "exit $?" >> "$dir/native"
+	# shellcheck disable=SC2086
+	timeout "${SAME_OUTPUT_TIMEOUT:-300}" "$FLTRACE" record $opts -o "$dir" -- "$@" > "$dir/traced" 2> "$dir/err"
+	local rc=$?
+	echo "exit $rc" >> "$dir/traced"
+	if [ $rc = 124 ]; then fail "$name" "hung (timeout): $*"; return 1; fi
+	if ! cmp -s "$dir/native" "$dir/traced"; then
+		fail "$name" "output differs: $(diff "$dir/native" "$dir/traced" | head -4 | tr '\n' ' ') stderr: $(head -c 300 "$dir/err")"
+		return 1
+	fi
+	pass "$name"
+}
+
+# stat_max DIR KEY: the largest value of KEY in the last stats line of the processes in DIR
+stat_max() {
+	local best=0 f v
+	for f in "$1"/fltrace-data-stats-*.out; do
+		v=$(tail -n 1 "$f" | tr ',' '\n' | sed -n "s/^$2://p")
+		[ -n "$v" ] && [ "$v" -gt "$best" ] && best=$v
+	done
+	echo "$best"
+}
+
+# expect_stat NAME DIR KEY OP VALUE: e.g. expect_stat x "$dir" faults_refetch -gt 0
+expect_stat() {
+	local v; v=$(stat_max "$2" "$3")
+	if [ "$v" "$4" "$5" ]; then pass "$1"; else fail "$1" "$3 is $v, expected $4 $5"; fi
+}

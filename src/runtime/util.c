@@ -86,29 +86,21 @@ void rt_log(const char *msg)
 	rt_write_all(STDERR_FILENO, buf, fmt_len(&f));
 }
 
-/* glibc's qsort may call malloc (trap: the heap is tracked memory); these arrays are small. */
-void rt_sort_u64(uint64_t *v, size_t n)
-{
-	static const size_t gaps[] = { 701, 301, 132, 57, 23, 10, 4, 1 };
-	for (size_t g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++)
-		for (size_t i = gaps[g]; i < n; i++) {
-			uint64_t x = v[i];
-			size_t j = i;
-			for (; j >= gaps[g] && v[j - gaps[g]] > x; j -= gaps[g])
-				v[j] = v[j - gaps[g]];
-			v[j] = x;
-		}
-}
+/* glibc's qsort may call malloc (trap: the heap is tracked memory); these arrays are small.
+ * One shell sort, instantiated for the two element types the runtime sorts. */
+#define RT_DEFINE_SORT(name, type)                                                     \
+	void name(type *v, size_t n)                                                   \
+	{                                                                              \
+		static const size_t gaps[] = { 701, 301, 132, 57, 23, 10, 4, 1 };      \
+		for (size_t g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++)            \
+			for (size_t i = gaps[g]; i < n; i++) {                         \
+				type x = v[i];                                         \
+				size_t j = i;                                          \
+				for (; j >= gaps[g] && v[j - gaps[g]] > x; j -= gaps[g]) \
+					v[j] = v[j - gaps[g]];                         \
+				v[j] = x;                                              \
+			}                                                              \
+	}
 
-void rt_sort_u32(uint32_t *v, size_t n)
-{
-	static const size_t gaps[] = { 701, 301, 132, 57, 23, 10, 4, 1 };
-	for (size_t g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++)
-		for (size_t i = gaps[g]; i < n; i++) {
-			uint32_t x = v[i];
-			size_t j = i;
-			for (; j >= gaps[g] && v[j - gaps[g]] > x; j -= gaps[g])
-				v[j] = v[j - gaps[g]];
-			v[j] = x;
-		}
-}
+RT_DEFINE_SORT(rt_sort_u64, uint64_t)
+RT_DEFINE_SORT(rt_sort_u32, uint32_t)

@@ -7,39 +7,8 @@ if ! have_uffd; then
 	exit 0
 fi
 PY=/usr/bin/python3
+SAME_OUTPUT_TIMEOUT=300
 
-# same_output NAME "RECORD OPTIONS" ARGS...: stdout + exit status traced equal the native run's
-same_output() {
-	local name=$1 opts=$2; shift 2
-	local dir=$TMP/$name
-	mkdir -p "$dir"
-	"$@" > "$dir/native" 2>&1; echo "exit $?" >> "$dir/native"
-	# shellcheck disable=SC2086
-	timeout 300 "$FLTRACE" record $opts -o "$dir" -- "$@" > "$dir/traced" 2> "$dir/err"
-	local rc=$?
-	echo "exit $rc" >> "$dir/traced"
-	if [ $rc = 124 ]; then fail "$name" "hung (timeout): $*"; return 1; fi
-	if ! cmp -s "$dir/native" "$dir/traced"; then
-		fail "$name" "output differs: $(diff "$dir/native" "$dir/traced" | head -4 | tr '\n' ' ') stderr: $(head -c 300 "$dir/err")"
-		return 1
-	fi
-	pass "$name"
-}
-
-# stat_of DIR KEY: the largest value of KEY in the last stats lines of the processes in DIR
-stat_of() {
-	local best=0 f v
-	for f in "$1"/fltrace-data-stats-*.out; do
-		v=$(tail -n 1 "$f" | tr ',' '\n' | sed -n "s/^$2://p")
-		[ -n "$v" ] && [ "$v" -gt "$best" ] && best=$v
-	done
-	echo "$best"
-}
-
-expect_stat() { # NAME DIR KEY OP VALUE
-	local v; v=$(stat_of "$2" "$3")
-	if [ "${v:-0}" "$4" "$5" ]; then pass "$1"; else fail "$1" "$3 is ${v:-missing}, expected $4 $5"; fi
-}
 
 # file_faults DIR: faults of kind file in the trace(s), summed from the report's CSV
 file_faults() {
