@@ -132,11 +132,13 @@ run_one() {
 	case $mode in
 	native) ;;
 	ample) lmb=$AMPLE_MB ;;
+	nostack) lmb=$AMPLE_MB ;; # -S 1: faults served, (almost) none recorded
 	quarter) lmb=${QUARTER_MB[$wl]} ;;
 	perf) pre=("$PERF" record -e page-faults -c 1 -g -o "$dir/perf.data" --) ;;
 	perfstat) pre=("$PERF" stat -x, -e page-faults -o "$dir/perfstat.txt" --) ;;
 	esac
 	[ "$lmb" != - ] && pre=("$FLTRACE" record -L "$lmb" -M "$MAX_MB" "${RECORD_OPTS[@]}" -o "$dir" --)
+	[ "$mode" = nostack ] && pre=("$FLTRACE" record -L "$lmb" -M "$MAX_MB" -S 1 "${RECORD_OPTS[@]}" -o "$dir" --)
 	rm -f "$TMP/rs"
 	"$BENCH_BIN/runstat" "$TMP/rs" timeout -k 5 "$TIMEOUT" "${pre[@]}" "${CMD[@]}" \
 		> "$dir/stdout" 2> "$dir/stderr" < /dev/null
@@ -160,7 +162,7 @@ run_one() {
 	[ "$mode" = native ] && [ "$status" = ok ] && OUTSUM[$wl]=$outsum
 	local faults=0 zero=0 refetch=0 tbytes=0 nostack=0 hwm=0
 	case $mode in
-	ample | quarter)
+	ample | quarter | nostack)
 		faults=$(stats_get "$dir" faults sum) zero=$(stats_get "$dir" faults_zp sum)
 		refetch=$(stats_get "$dir" faults_refetch sum) tbytes=$(stats_get "$dir" trace_bytes sum)
 		nostack=$(stats_get "$dir" faults_nostack sum) hwm=$(stats_get "$dir" vm_hwm max)
@@ -204,7 +206,7 @@ summarize() { # WL: appends its rows to ROWS
 	local wl=$1 mode nat
 	nat=$(col "$wl" native 4 | med)
 	local pstat; pstat=$(col "$wl" perfstat 6 | med)
-	for mode in native ample quarter perf; do
+	for mode in native ample nostack quarter perf; do
 		local n t tmin tmax x faults zero refetch usf bpf rss pct leaf note lmb
 		n=$(col "$wl" "$mode" 4 | wc -l)
 		lmb=$(awk -v w="$wl" -v m="$mode" '$1 == w && $2 == m && $3 > 0 { l = $14 } END { print l }' "$TMP/runs")
@@ -219,10 +221,12 @@ summarize() { # WL: appends its rows to ROWS
 			faults=$pstat zero= refetch=
 			rss=$(col "$wl" native 5 | med); rss=$(calc "printf \"%.0f\", ${rss:-0} / 1024")
 			note="faults: perf stat page-faults (all kinds)" ;;
-		ample | quarter | perf)
+		ample | nostack | quarter | perf)
 			usf=$(calc "if ($faults + 0 > 0 && \"$t\" != \"\") printf \"%.1f\", ($t - $nat) * 1e6 / $faults")
 			bpf=$(calc "if ($faults + 0 > 0) printf \"%.0f\", $(col "$wl" "$mode" 9 | med) / $faults")
 			;;&
+		nostack)
+			note="served, not recorded (-S 1): the cost without signal, stack and trace" ;;
 		ample | quarter)
 			rss=$(col "$wl" "$mode" 11 | med); rss=$(calc "printf \"%.0f\", ${rss:-0} / 1048576")
 			local lost; lost=$(col "$wl" "$mode" 10 | hi)
@@ -294,6 +298,8 @@ for wl in "${WORKLOADS[@]}"; do
 		say "bench: $wl: run $r/$RUNS"
 		run_one "$wl" native "$r"
 		run_one "$wl" ample "$r"
+		# the same faults served without stacks or trace: what recording costs on top
+		[ "$wl" = fillscan ] && run_one "$wl" nostack "$r"
 		[ -n "${QUARTER_MB[$wl]:-}" ] && run_one "$wl" quarter "$r"
 		run_one "$wl" perf "$r"
 	done
