@@ -10,8 +10,9 @@
 
 static struct {
 	int uffd;                /* the child's until its runtime starts; -1 otherwise */
+	int parent_far_uffd;     /* the parent's far-store fd, inherited: closed with the window */
 	struct sigaction saved;  /* the program's SIGBUS action, put back afterwards */
-} fw = { .uffd = -1 };
+} fw = { .uffd = -1, .parent_far_uffd = -1 };
 
 void rt_fork_prepare(void)
 {
@@ -41,6 +42,7 @@ static void fork_on_sigbus(int sig, siginfo_t *si, void *uc)
 		uint32_t region;
 		int saved_errno = errno;
 		rt_tls_internal++;
+		evict_make_room(1); /* the cap holds in the window too (its MOVEs go through fw.uffd) */
 		int err = fault_bring_in(fw.uffd, page, pg, true, &kind, &region);
 		rt_tls_internal--;
 		errno = saved_errno;
@@ -66,13 +68,17 @@ void rt_fork_child(void)
 	sa.sa_sigaction = fork_on_sigbus;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	if (fw.uffd < 0 || rt_real_sigaction(SIGBUS, &sa, &fw.saved) < 0 ||
-	    region_register_all(fw.uffd) < 0) {
+	    region_register_all(fw.uffd) < 0 || farmem_register(fw.uffd) < 0) {
 		/* No userfaultfd for the window: copy every evicted page back (the cap is exceeded
 		 * until the child's runtime evicts again). */
 		if (fw.uffd >= 0)
 			close(fw.uffd);
 		fw.uffd = -1;
 		region_restore_evicted();
+	} else {
+		/* Evictions in the window move pages into the far store through the window's fd. */
+		fw.parent_far_uffd = rt.far_uffd;
+		rt.far_uffd = fw.uffd;
 	}
 	rt_tls_internal--;
 }
@@ -85,11 +91,13 @@ void rt_fork_child_late(void)
 		return;
 	if (fw.uffd >= 0) {
 		close(fw.uffd);
-		fw.uffd = -1;
+		close(fw.parent_far_uffd);
+		rt.far_uffd = fw.uffd = fw.parent_far_uffd = -1;
 		rt_real_sigaction(SIGBUS, &fw.saved, NULL);
 	}
 	close(rt.uffd);
-	close(rt.far_uffd);
+	if (rt.far_uffd >= 0)
+		close(rt.far_uffd);
 	threads_forget_all();
 	struct rt_stats keep = rt.stats;
 	memset(&rt.stats, 0, sizeof(rt.stats)); /* the child's own counts start now */
