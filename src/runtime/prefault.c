@@ -3,6 +3,7 @@
  * stack (a fault the kernel takes inside the call can only be recorded with the call's address). */
 #include <errno.h>
 #include <link.h>
+#include <sched.h>
 #include <stdint.h>
 
 #define UNW_LOCAL_ONLY
@@ -47,7 +48,10 @@ bool prefault_is_own_frame(uint64_t ip)
  * a larger buffer would only evict its own first pages again. */
 bool prefault_range(const void *buf, size_t len, int nr, bool kernel_writes)
 {
-	if (!len || rt_tls_internal || atomic_load(&rt.phase) != RT_ON)
+	/* STARTING too: in a fork child's window, touching the pages serves them (fork.c) where the
+	 * kernel touching them would fail the call with EFAULT. */
+	int phase = atomic_load(&rt.phase);
+	if (!len || rt_tls_internal || (phase != RT_ON && phase != RT_STARTING))
 		return false;
 	uintptr_t pages[PREFAULT_BATCH];
 	uintptr_t start = (uintptr_t)buf, end = start + len;
@@ -57,8 +61,13 @@ bool prefault_range(const void *buf, size_t len, int nr, bool kernel_writes)
 	while (start < end && budget) {
 		/* A program's signal handler may call write(2) while this thread holds the lock in one
 		 * of our wrappers: never wait for it here (the kernel then takes the faults instead). */
-		if (!rt_trylock())
-			break;
+		if (!rt_trylock()) {
+			sched_yield(); /* a handler holds it for a fault or two: try once more */
+			if (!rt_trylock()) {
+				rt_tls_prefault.nr = -1;
+				return true; /* the kernel may take the faults: leave the caller's stack */
+			}
+		}
 		rt_tls_internal++;
 		unsigned n = region_missing_pages(start, end - start, pages,
 						  budget < PREFAULT_BATCH ? (unsigned)budget : PREFAULT_BATCH);
