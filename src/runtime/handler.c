@@ -95,6 +95,14 @@ static int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_sta
 				return -errno;
 		}
 		ssize_t n = rt_pread(t->procfd, buf, sizeof(buf) - 1, 0);
+		/* "running": the message can arrive before the thread has finished going to sleep in
+		 * its fault; it will within microseconds. Never guess (it would read as system call 0). */
+		for (int tries = 0; n > 0 && buf[0] == 'r' && tries < 1000; tries++) {
+			__builtin_ia32_pause();
+			n = rt_pread(t->procfd, buf, sizeof(buf) - 1, 0);
+		}
+		if (n > 0 && buf[0] == 'r')
+			return -EAGAIN;
 		if (n > 0) {
 			buf[n] = '\0';
 			uint64_t v;
