@@ -66,3 +66,14 @@ EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 		fn = (sigmask_fn)real("pthread_sigmask");
 	return mask_call(fn, how, set, old);
 }
+
+/* glibc's signal() calls its internal sigaction, which the wrapper above cannot see. */
+EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	if (handler_owns_signal(sig))
+		return SIG_DFL;
+	static sighandler_t (*fn)(int, sighandler_t);
+	if (!fn)
+		fn = (sighandler_t (*)(int, sighandler_t))real("signal");
+	return fn(sig, handler);
+}

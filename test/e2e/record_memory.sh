@@ -32,6 +32,8 @@ if [ "$(ls "$TMP"/memops_fork/fltrace-data-stats-*.out | wc -l)" -ge 2 ]; then
 else
 	fail fork_child_own_files "expected the fork child to write its own stats file"
 fi
+# it ignored every signal and blocked them all: still every stack
+expect_stat signals_program_stacks "$TMP/memops_signals" faults_nostack -eq 0
 expect_stat syscall_faults_recorded "$TMP/memops_syscalls" faults_syscall -gt 0
 # a system call's faults carry the program's stack at the call (leaf: the line of the call)
 "$FLTRACE" report -i "$TMP/memops_syscalls" > /dev/null 2>&1

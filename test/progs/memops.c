@@ -251,6 +251,10 @@ static void on_usr1(int sig)
 /* A program with signal handlers of its own that blocks every signal while it touches memory. */
 static int mode_signals(void)
 {
+	/* Programs reset every signal (daemons, shells): SIG_IGN through signal() for all of them. */
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_IGN);
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	sigfillset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
