@@ -151,9 +151,8 @@ static int run_set_environment(const struct record_opts *o)
 	err |= run_setenv_u64(FLTRACE_ENV_STACK_DEPTH, o->depth);
 	err |= setenv(FLTRACE_ENV_POLL, o->poll ? o->poll : "adaptive", 1);
 	err |= setenv(FLTRACE_ENV_PRELOAD_PATH, o->preload, 1);
-	/* Never let a stale value from the caller's environment pin or report for us. */
+	/* Never let a stale value from the caller's environment pin the handlers. */
 	err |= unsetenv(FLTRACE_ENV_CORES);
-	err |= unsetenv(FLTRACE_ENV_STATUS_FD);
 	if (o->have_cores && cpulist_format(&o->cores, cores, sizeof(cores)) >= 0)
 		err |= setenv(FLTRACE_ENV_CORES, cores, 1);
 	err |= setenv("LD_PRELOAD", preload, 1);

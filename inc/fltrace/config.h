@@ -14,9 +14,8 @@
 #define FLTRACE_ENV_SAMPLERATE "FLTRACE_SAMPLERATE" /* -S: faults per second, 0 = all */
 #define FLTRACE_ENV_POLICY "FLTRACE_POLICY"         /* --policy: fifo | clock */
 #define FLTRACE_ENV_STACK_DEPTH "FLTRACE_STACK_DEPTH" /* --depth: frames per stack */
-#define FLTRACE_ENV_POLL "FLTRACE_POLL"             /* --poll: block | spin */
-#define FLTRACE_ENV_PRELOAD_PATH "FLTRACE_PRELOAD"  /* path of libfltrace.so, to re-arm LD_PRELOAD */
-#define FLTRACE_ENV_STATUS_FD "FLTRACE_STATUS_FD"   /* fd to which a fatal runtime error is reported */
+#define FLTRACE_ENV_POLL "FLTRACE_POLL"             /* --poll: adaptive | block | spin */
+#define FLTRACE_ENV_PRELOAD_PATH "FLTRACE_PRELOAD"  /* the preload library record chose (informational) */
 
 enum fltrace_policy {
 	FLTRACE_POLICY_FIFO = 0,

@@ -7,7 +7,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -27,14 +26,13 @@
 static struct {
 	pthread_t threads[RT_MAX_HANDLERS];
 	unsigned n;
-	int stop_fd;
 	char *zero_page;
 	char *file_page; /* a page read from a file on its way in (served under rt.lock: one is enough) */
 	_Atomic uint64_t sample_sec, sample_count;
 	_Atomic uint64_t progress; /* messages read: the watchdog's sign of life */
 	uint64_t watched_progress;
 	unsigned stalled_seconds;
-} hd = { .stop_fd = -1 };
+} hd;
 
 static __thread struct rt_thread *tls_thread;
 static __thread bool tls_is_handler;
@@ -563,7 +561,7 @@ static void *handler_main(void *arg)
 	handler_pin((unsigned)(uintptr_t)arg);
 	static __thread struct handler_ctx ctx;
 	struct uffd_msg msgs[MSG_BATCH];
-	struct pollfd pfd[2] = { { .fd = rt.uffd, .events = POLLIN }, { .fd = hd.stop_fd, .events = POLLIN } };
+	struct pollfd pfd = { .fd = rt.uffd, .events = POLLIN };
 	uint64_t last_msg = 0;
 	for (;;) {
 		ssize_t n = rt_read(rt.uffd, msgs, sizeof(msgs));
@@ -587,9 +585,7 @@ static void *handler_main(void *arg)
 			__builtin_ia32_pause();
 			continue;
 		}
-		if (poll(pfd, 2, ctx.npending ? 1 : 200) < 0 && errno != EINTR)
-			break;
-		if (pfd[1].revents)
+		if (poll(&pfd, 1, ctx.npending ? 1 : 200) < 0 && errno != EINTR)
 			break;
 	}
 	return NULL;
@@ -601,8 +597,7 @@ int handler_start(void)
 		hd.zero_page = rt_map(rt.page_size);
 	if (!hd.file_page)
 		hd.file_page = rt_map(rt.page_size);
-	hd.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!hd.zero_page || !hd.file_page || hd.stop_fd < 0)
+	if (!hd.zero_page || !hd.file_page)
 		return -ENOMEM;
 	unsigned n = rt.cfg.handlers ? rt.cfg.handlers : 1;
 	if (n > RT_MAX_HANDLERS)
@@ -615,13 +610,6 @@ int handler_start(void)
 	}
 	rt_tls_internal--;
 	return hd.n == n ? 0 : -EAGAIN;
-}
-
-void handler_stop(void)
-{
-	uint64_t one = 1;
-	if (hd.stop_fd >= 0 && rt_write(hd.stop_fd, &one, sizeof(one)) < 0)
-		return;
 }
 
 /* Called once a second (stats thread): faults waiting while no handler has read a message for

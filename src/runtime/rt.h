@@ -142,7 +142,6 @@ void threads_forget_all(void);           /* fork child */
 
 /* ---- the fault path (handler.c) ---- */
 int handler_start(void);
-void handler_stop(void);
 void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
 void handler_watchdog(void);

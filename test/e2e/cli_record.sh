@@ -48,7 +48,7 @@ expect_eq args_after_dashdash_never_parsed "stdout" "[--help][-L][0]" \
 expect_eq stdin_reaches_command "stdout" "piped" "$(echo piped | "${REC[@]}" -- cat 2>/dev/null)"
 
 # The environment contract of inc/fltrace/config.h, seen from inside the command.
-env_out=$(LD_PRELOAD=/nonexistent-keep.so FLTRACE_CORES=7 FLTRACE_STATUS_FD=9 \
+env_out=$(LD_PRELOAD=/nonexistent-keep.so FLTRACE_CORES=7 \
 	"$FLTRACE" record -L=1G -M 2G -C 2 --cores 1,0 -S 100 --policy fifo --depth 32 --poll spin \
 	-o "$OUT" -- env 2>/dev/null)
 lib=$(readlink -f "$BUILD/lib/fltrace/libfltrace.so")
