@@ -309,7 +309,7 @@ static ssize_t run_last_line(int fd, char *buf, size_t size, const char **line)
 
 struct run_totals {
 	unsigned files;
-	uint64_t faults, resident_peak, far_peak;
+	uint64_t faults, resident_peak, far_peak, untracked;
 };
 
 static void run_add_stats(int dfd, const char *name, struct run_totals *t)
@@ -334,6 +334,8 @@ static void run_add_stats(int dfd, const char *name, struct run_totals *t)
 		t->resident_peak = v;
 	if (statsline_get(line, (size_t)len, "far_peak_bytes", &v) == 0 && v > t->far_peak)
 		t->far_peak = v;
+	if (statsline_get(line, (size_t)len, "untracked_rss_bytes", &v) == 0 && v > t->untracked)
+		t->untracked = v;
 }
 
 static bool run_is_stats_file(const char *name)
@@ -373,5 +375,11 @@ int record_summarize(const struct record_opts *o, int status)
 		 "trace in %s; run 'fltrace report'%s", (unsigned long long)t.faults, t.files,
 		 t.files == 1 ? "" : "es", t.resident_peak / RUN_MB, t.far_peak / RUN_MB, o->outdir,
 		 run_is_cwd(o->outdir) ? "" : " there");
+	/* A program whose memory is mostly static data, stacks or shared mappings faults little
+	 * under fltrace: say so rather than let a small count pass for the whole story. */
+	if (t.untracked > t.resident_peak && t.untracked > 8 * RUN_MB)
+		cli_note("note: up to %.1f MB of a process's memory was not tracked (stacks, static "
+			 "data, code, shared or file mappings): see untracked_* in the stats files",
+			 t.untracked / RUN_MB);
 	return status;
 }

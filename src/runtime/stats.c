@@ -93,7 +93,12 @@ void stats_write_line(void)
 	kv(&f, "far_bytes", atomic_load(&s->far_pages) * ps);
 	kv(&f, "far_peak_bytes", atomic_load(&s->far_peak_pages) * ps);
 	kv(&f, "tracked_bytes", region_tracked_bytes());
-	kv(&f, "untracked_rss_bytes", rss > resident ? rss - resident : 0);
+	/* The far store lives in the process too (evicted pages and clock's probation): not the
+	 * program's untracked memory. What is left: stacks, static data, code, shared and file
+	 * mappings, and fltrace's own small bookkeeping. */
+	uint64_t far_held = (atomic_load(&s->far_pages) + atomic_load(&s->inactive_pages)) * ps;
+	uint64_t ours = resident + far_held;
+	kv(&f, "untracked_rss_bytes", rss > ours ? rss - ours : 0);
 	kv(&f, "untracked_map_bytes", atomic_load(&s->untracked_map_bytes));
 	kv(&f, "untracked_maps", atomic_load(&s->untracked_maps));
 	kv(&f, "file_map_bytes", atomic_load(&s->file_map_bytes));
