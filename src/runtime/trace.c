@@ -121,11 +121,48 @@ static void trace_write_header(void)
 	atomic_store(&tr.tail, h->header_size);
 }
 
+/* The file of the image that exec'd into us (same pid, previous generation) was left at its grown
+ * size: exec runs no exit code. That image is gone, so nobody writes it any more: walk its
+ * records to their end and cut the zero tail. */
+static void trace_seal_previous(unsigned gen)
+{
+	char path[PATH_MAX + 64];
+	struct fmt f;
+	struct stat st;
+	fmt_init(&f, path, sizeof(path));
+	trace_name(&f, gen);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct ft_file_header) ||
+	    st.st_size % (off_t)TRACE_GROW != 0) { /* closed cleanly: already cut */
+		close(fd);
+		return;
+	}
+	const char *p = (const char *)syscall(SYS_mmap, NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p != MAP_FAILED) {
+		uint64_t size = (uint64_t)st.st_size;
+		uint64_t off = ((const struct ft_file_header *)p)->header_size;
+		while (off + sizeof(struct ft_rec_hdr) <= size) {
+			const struct ft_rec_hdr *h = (const struct ft_rec_hdr *)(p + off);
+			if (h->size == 0 || h->size % FT_ALIGN || off + h->size > size)
+				break;
+			off += h->size;
+		}
+		syscall(SYS_munmap, p, (size_t)st.st_size);
+		if (off <= size && ftruncate(fd, (off_t)off) < 0)
+			rt_log("trace: cannot cut the zero tail of the previous program image's trace");
+	}
+	close(fd);
+}
+
 int trace_open(void)
 {
 	tr.fd = trace_create_file();
 	if (tr.fd < 0)
 		return tr.fd;
+	if (rt.exec_gen > 0)
+		trace_seal_previous(rt.exec_gen - 1);
 	if (ftruncate(tr.fd, (off_t)TRACE_GROW) < 0)
 		return -errno;
 	atomic_store(&tr.file_size, TRACE_GROW);

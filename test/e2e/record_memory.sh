@@ -153,3 +153,15 @@ if cmp -s "$TMP/hotcold-fifo/out" "$TMP/hotcold-clock/out" && [ "$(head -c 7 "$T
 else
 	fail policies_same_output "$(head -c 200 "$TMP/hotcold-clock/out")"
 fi
+
+# --- exec: the trace of the image that exec'd is cut to its records (exec runs no exit code) ---
+dir=$TMP/exec; mkdir -p "$dir"
+timeout 60 "$FLTRACE" record -L 8 -M 64 -o "$dir" -- sh -c "exec $PROGS/fillscan 16 1" > /dev/null 2>&1
+gen0=$(ls "$dir"/fltrace-data-trace-*-0.bin 2>/dev/null | head -1)
+size=$(stat -c %s "$gen0" 2>/dev/null || echo 0)
+warn=$("$FLTRACE" report -i "$dir" 2>&1 >/dev/null | grep -c warning)
+if [ -f "${gen0%-0.bin}-1.bin" ] && [ "$size" -gt 0 ] && [ $((size % (16 << 20))) -ne 0 ] && [ "$warn" = 0 ]; then
+	pass exec_trace_cut
+else
+	fail exec_trace_cut "generation 0 is $size bytes ($gen0), report warnings: $warn"
+fi
