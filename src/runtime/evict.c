@@ -278,7 +278,7 @@ static unsigned move_out_oldest(uint64_t want, bool probation)
 		return 0;
 	unsigned done = move_out(victims, n, probation);
 	atomic_fetch_add(&rt.stats.evict_ops, 1);
-	return done ? done : 0;
+	return done;
 }
 
 /* CLOCK: a page on probation that was not touched (a touch brings it back, see handler.c) is

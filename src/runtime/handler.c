@@ -197,7 +197,8 @@ static unsigned stack_from_unwinder(uint64_t *ips, unsigned max, uint64_t fault_
 		unsigned d = 0;
 		for (int j = i; j < n && d < max; j++)
 			ips[d++] = (uint64_t)buf[j];
-		if (n == (int)(max + 16) && i + (int)max > n)
+		/* More frames than kept, or the buffer filled up: the stack was cut at --depth. */
+		if (n - i > (int)max || n == (int)(max + 16))
 			atomic_fetch_add(&rt.stats.stacks_cut, 1);
 		return d;
 	}

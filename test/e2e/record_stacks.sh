@@ -31,6 +31,7 @@ expect_eq deep_output "program output" "deepstacks: 113056 caught 1" "$out"
 leaf=$(line_of deepstacks.cpp DEEP-LEAF)
 expect_eq deep_16_threads "row of the recursion's leaf" "1024 write 64 deepstacks.cpp:$leaf 0" \
 	"$(rows "$dir" | head -1)"
+expect_stat deep_stacks_cut_counted "$dir" stacks_cut -ge 1024
 dtor=$(line_of deepstacks.cpp DTOR-TOUCH)
 n=$(rows "$dir" | awk -v l="deepstacks.cpp:$dtor" '$4 == l { n += $1 } END { print n + 0 }')
 expect_eq exception_unwinding_faults "faults in destructors run by a C++ exception" 32 "$n"
