@@ -79,12 +79,13 @@ $(PRELOAD_LIB): $(RUNTIME_OBJ) $(COMMON_PIC) preload/exports.map $(JEMALLOC_RENA
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(RUNTIME_OBJ) $(COMMON_PIC) $(JEMALLOC_U) $(JEMALLOC_RENAMED) \
 		-Wl,--version-script=preload/exports.map -Wl,-z,nodelete -Wl,-z,now \
-		-lunwind -lpthread -ldl -lm
+		-lunwind-x86_64 -lunwind -lpthread -ldl -lm
 
 # Test programs: the traced workloads of the end-to-end tests (some built twice, -O0 and -O2).
 PROGS := $(PROGS_SRC:test/progs/%.c=$(B)/progs/%)
-PROGS := $(filter-out $(B)/progs/plugin,$(PROGS))
+PROGS := $(filter-out $(B)/progs/plugin $(B)/progs/libcalls,$(PROGS))
 progs: $(PROGS) $(B)/progs/stacks-O0 $(B)/progs/stacks-O2 $(B)/progs/stacks-O2-fp \
+	$(B)/progs/libcalls-O0-fp $(B)/progs/libcalls-O2 \
 	$(B)/progs/deepstacks $(B)/progs/plugin.so
 $(B)/progs/deepstacks: test/progs/deepstacks.cpp
 	@mkdir -p $(dir $@)
@@ -101,6 +102,11 @@ $(B)/progs/stacks-O2: test/progs/stacks.c
 	$(CC) -std=gnu11 -O2 -g $(WARN) -fomit-frame-pointer -o $@ $<
 $(B)/progs/stacks-O2-fp: test/progs/stacks.c
 	$(CC) -std=gnu11 -O2 -g $(WARN) -fno-omit-frame-pointer -o $@ $<
+# Frames that need the frame pointer, which the kernel does not show for a thread in a system call.
+$(B)/progs/libcalls-O0-fp: test/progs/libcalls.c
+	$(CC) -std=gnu11 -O0 -g $(WARN) -fno-omit-frame-pointer -o $@ $<
+$(B)/progs/libcalls-O2: test/progs/libcalls.c
+	$(CC) -std=gnu11 -O2 -g $(WARN) -fomit-frame-pointer -o $@ $<
 
 $(B)/test/unit/%: test/unit/%.c $(ANALYSIS_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)

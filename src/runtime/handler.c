@@ -155,9 +155,16 @@ static uint32_t latency_since(uint64_t arrival_ns)
 	return d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
 }
 
-/* `slot` is the thread's own slot (t may be a copy of the request). */
+/* An interposed call with a big buffer left the stack it was made with in the slot (prefault.c). */
+static bool slot_has_call_stack(const struct rt_thread *slot, long nr)
+{
+	return slot && atomic_load(&slot->call_nr) == nr && atomic_load(&slot->call_stack) != FT_NO_STACK;
+}
+
+/* `slot` is the thread's own slot (t may be a copy of the request); `ips` the stack unwound at a
+ * system call (sysstack.c), if any. */
 static void record_without_stack(struct rt_thread *t, struct rt_thread *slot, int tid,
-				 const struct syscall_state *s)
+				 const struct syscall_state *s, const uint64_t *ips, unsigned depth)
 {
 	struct ft_fault f;
 	fault_fill(&f, t, tid);
@@ -166,10 +173,11 @@ static void record_without_stack(struct rt_thread *t, struct rt_thread *slot, in
 		f.origin = FT_ORIGIN_SYSCALL;
 		f.syscall_nr = (int32_t)s->nr;
 		f.ip = ip;
-		if (slot && atomic_load(&slot->call_nr) == s->nr &&
-		    atomic_load(&slot->call_stack) != FT_NO_STACK) {
-			/* An interposed call left the stack it was made with (prefault.c). */
+		if (slot_has_call_stack(slot, s->nr)) {
 			f.stack_id = atomic_load(&slot->call_stack);
+			f.stack_status = FT_STACK_OK;
+		} else if (depth) {
+			f.stack_id = trace_stack_id(ips, depth);
 			f.stack_status = FT_STACK_OK;
 		} else {
 			/* Only the system call's pc: where the program (or libc) called the kernel. */
@@ -337,8 +345,6 @@ static __attribute__((noreturn)) void handler_die_file(uintptr_t addr, int err)
 	rt_die("file mapping", why, "check the file is still readable (the kernel would raise SIGBUS here)");
 }
 
-/* Brings the page in; returns false if there was nothing to serve (already present, or no longer
- * ours). With `signal`, the thread stays asleep until the stack signal wakes it. */
 /* CLOCK's probation: the page is still local memory; it comes back without a recorded fault
  * (a real far-memory system would have found it resident), which marks it as in use. */
 static bool fault_serve_soft(uintptr_t addr)
@@ -393,7 +399,9 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
 	return err;
 }
 
-static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
+/* Brings the page in; returns false if there was nothing to serve (already present, or no longer
+ * ours). A served thread is left asleep: the caller wakes it once the fault is noted. */
+static bool fault_serve(struct rt_thread *t, uintptr_t addr)
 {
 	if (fault_serve_soft(addr))
 		return false;
@@ -405,7 +413,7 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
 	}
 	if (evict_make_room(1) == -ENOSPC)
 		handler_die_maxmem();
-	int err = fault_bring_in(rt.uffd, addr, pg, !signal, &t->kind, &t->region);
+	int err = fault_bring_in(rt.uffd, addr, pg, false, &t->kind, &t->region);
 	if (t->kind == FT_KIND_ZERO)
 		t->flags |= FT_FLAG_ZERO;
 	if (err < 0) {
@@ -413,6 +421,27 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
 		return false;
 	}
 	return true;
+}
+
+/* A fault served without the stack signal: fltrace's own, sampled out, or in a system call (whose
+ * stack is unwound here, `unwind`, while the thread still sleeps). */
+static void handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t, int tid, bool record,
+				     const struct syscall_state *s, bool unwind)
+{
+	if (t && atomic_load(&t->busy)) {
+		/* Taken inside our stack handler (libunwind's TLS lookups read the thread's TLS vector,
+		 * which glibc allocated on the program's heap): fltrace's fault, not the program's. */
+		atomic_fetch_add(&rt.stats.faults_self, 1);
+		return;
+	}
+	count_fault(req->flags, req->kind);
+	if (!record) {
+		atomic_fetch_add(&rt.stats.faults_sampled_out, 1);
+		return;
+	}
+	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
+	unsigned depth = unwind ? sysstack_unwind(tid, s->nr, s->pc, s->sp, ips, rt.cfg.stack_depth) : 0;
+	record_without_stack(req, t, tid, s, ips, depth);
 }
 
 static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
@@ -435,6 +464,9 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 	if (record && !busy && thread_syscall_state(t, tid, &s) < 0)
 		s.nr = -2;
 	bool signal = record && !busy && s.nr == -1;
+	/* In a system call: its stack is unwound from here, the thread kept asleep meanwhile (it
+	 * must not run on and change what is being read). */
+	bool unwind = record && !busy && s.nr >= 0 && !slot_has_call_stack(t, s.nr);
 	struct rt_thread local;
 	struct rt_thread *req = signal ? t : &local; /* only a signalled request lives in the slot */
 
@@ -445,7 +477,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 	req->kind = FT_KIND_ZERO;
 	req->region = 0;
 	req->pc_at_fault = s.pc;
-	bool served = fault_serve(req, addr, signal);
+	bool served = fault_serve(req, addr);
 	if (served && signal) {
 		t->posted_mono_ns = rt_mono_ns();
 		t->woken = false;
@@ -460,23 +492,16 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 	rt_unlock();
 	if (!served)
 		return;
-	if (t && atomic_load(&t->busy)) {
-		/* Taken inside our stack handler (libunwind's TLS lookups read the thread's TLS vector,
-		 * which glibc allocated on the program's heap): fltrace's fault, not the program's. */
-		atomic_fetch_add(&rt.stats.faults_self, 1);
-		return;
-	}
-	count_fault(req->flags, req->kind);
-	if (!record) {
-		atomic_fetch_add(&rt.stats.faults_sampled_out, 1);
-		return;
-	}
 	if (signal) {
+		count_fault(req->flags, req->kind);
 		if (ctx->npending < PENDING_MAX)
 			ctx->pending[ctx->npending++] = t;
 		return;
 	}
-	record_without_stack(req, t, tid, s.nr >= 0 ? &s : NULL);
+	/* The thread sleeps until the record is written: a program that exits right after its last
+	 * fault must still find that fault in its trace. */
+	handler_note_unsignalled(req, t, tid, record, s.nr >= 0 ? &s : NULL, unwind);
+	uffd_wake(rt.uffd, addr, rt.page_size);
 }
 
 /* SigBlk of a thread: whether it blocks our signal (then it never runs the stack handler). */
@@ -531,7 +556,7 @@ static void handler_check_pending(struct handler_ctx *ctx)
 		if ((age > CHECK_BLOCKED_AFTER_NS && thread_blocks_signal(tid)) || age > GIVE_UP_AFTER_NS) {
 			int expected = REQ_PENDING;
 			if (atomic_compare_exchange_strong(&t->state, &expected, REQ_CANCELLED)) {
-				record_without_stack(t, t, tid, NULL);
+				record_without_stack(t, t, tid, NULL, NULL, 0);
 				atomic_store(&t->state, REQ_IDLE);
 			}
 			ctx->pending[i] = ctx->pending[--ctx->npending];

@@ -162,6 +162,7 @@ void maps_snapshot(void)
 		maps_record(mh.buf, len);
 		maps_append_new_lines(mh.buf, len);
 		dl_iterate_phdr(object_record, NULL);
+		sysstack_objects_refresh();
 	}
 	atomic_store(&mh.lock, 0);
 }

@@ -160,6 +160,11 @@ void prefault_call_begin(int nr); /* the kernel will fault in the call: leave th
 void prefault_call_end(void);
 bool prefault_is_own_frame(uint64_t ip);
 
+/* ---- stacks of threads inside a system call (sysstack.c) ---- */
+void sysstack_objects_refresh(void); /* the loaded objects' unwind tables; never from a handler */
+/* Handlers only; the thread (tid, in system call nr) must stay asleep meanwhile. */
+unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max);
+
 /* ---- trace writer (trace.c) ---- */
 int trace_open(void);
 void *trace_reserve(uint32_t size);

@@ -13,7 +13,8 @@ line_of() { grep -n "/\* $2 \*/" "$ROOT/test/progs/$1" | head -1 | cut -d: -f1; 
 rows() {
 	"$FLTRACE" report -i "$1" > /dev/null 2>&1
 	python3 - "$1" <<'PY'
-import csv, glob, sys
+import csv, glob, signal, sys
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 out = []
 for f in glob.glob(sys.argv[1] + "/fltrace-data-report-*.out"):
     for r in csv.DictReader(open(f)):
@@ -45,3 +46,29 @@ dir=$TMP/dl; mkdir -p "$dir"
 timeout 60 "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/dlopener" "$PROGS/plugin.so" > /dev/null 2>&1
 expect_eq dlclosed_plugin_resolves "row of the plugin's leaf" "40 write" \
 	"$(rows "$dir" | awk -v l="plugin.c:$(line_of plugin.c PLUGIN-LEAF)" '$4 == l { print $1, $2 }')"
+
+# Faults inside system calls libc makes on the program's behalf (stdio's read straight into the
+# caller's buffer, stat): the program's whole stack at the call, unwound while the thread sleeps in
+# the kernel; -O0 with frame pointers needs the frame pointer the kernel does not show.
+head -c $((8 << 20)) /dev/urandom > "$TMP/libcalls.bin"
+# syscall_rows DIR: "count syscall first-frame-in-libcalls.c next-frame" for faults inside system calls
+syscall_rows() {
+	"$FLTRACE" report -i "$1" --kind syscall > /dev/null 2>&1
+	python3 - "$1" <<'PY'
+import csv, glob, sys
+for f in glob.glob(sys.argv[1] + "/fltrace-data-report-*.out"):
+    for r in csv.DictReader(open(f)):
+        ours = [c.split("<<<")[-1].split("/")[-1] for c in r["code"].split("<//>") if "libcalls.c" in c]
+        print(r["count"], r["syscall"], *(ours[:2] or ["-"]))
+PY
+}
+for v in O0-fp O2; do
+	dir=$TMP/libcalls-$v; mkdir -p "$dir"
+	want=$("$PROGS/libcalls-$v" "$TMP/libcalls.bin" $((8 << 20)))
+	got=$(timeout 60 "$FLTRACE" record -L 4 -M 256 -o "$dir" -- "$PROGS/libcalls-$v" "$TMP/libcalls.bin" $((8 << 20)) 2>/dev/null)
+	expect_eq "libc_syscall_output_$v" "output at -L 4" "$want" "$got"
+	rows=$(syscall_rows "$dir" | sort)
+	expect_eq "libc_syscall_stacks_$v" "faults in read(2) under fread and in stat(2)" \
+		"2048 read libcalls.c:$(line_of libcalls.c LIBCALL-FREAD) libcalls.c:$(line_of libcalls.c MAIN-FREAD)
+64 newfstatat libcalls.c:$(line_of libcalls.c LIBCALL-STAT) libcalls.c:$(line_of libcalls.c MAIN-STAT)" "$rows"
+done

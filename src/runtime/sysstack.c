@@ -1,0 +1,452 @@
+/* Stacks of threads stopped inside a system call: unwound from a handler thread with libunwind's
+ * remote interface, from the (pc, sp) the kernel shows, reading only memory that cannot fault on us. */
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <libunwind.h> /* the generic (_Ux86_64_) interface: a remote address space of our own */
+
+#include "rt.h"
+
+/* Exported by libunwind (libunwind-ptrace uses it) but declared only in its private headers. */
+extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t *di,
+					      unw_proc_info_t *pi, int need_unwind_info, void *arg);
+
+#define OBJ_MAX 4096
+#define CACHE_PAGES 16
+#define CACHE_ENTRIES 8
+#define OWN_FRAMES_MAX 8
+#define FRAMES_MAX (FLTRACE_MAX_STACK_DEPTH + OWN_FRAMES_MAX + 1)
+
+/* One loaded object's code and the table libunwind searches for it (.eh_frame_hdr). */
+struct sys_object {
+	uintptr_t lo, hi;        /* an executable segment */
+	uintptr_t eh_hdr, table; /* the header, and its sorted (initial location, FDE) table */
+	uint64_t fde_count;
+};
+
+struct object_table {
+	unsigned n;
+	struct sys_object v[OBJ_MAX];
+};
+
+/* The table is rebuilt by maps_snapshot (program or stats thread: it walks the loader's lists,
+ * which a handler must never do) into the spare copy, then published under rt.lock. */
+static struct {
+	struct object_table *tables[2];
+	_Atomic(struct object_table *) live;
+	struct object_table *building;
+	_Atomic unsigned generation; /* bumped on every publish: unwinders drop what they cached */
+} objs;
+
+/* One unwind's memory reader: pages read once with process_vm_readv, never by touching them. */
+struct reader {
+	uint64_t pc, sp, fp;
+	bool have_fp;
+	uintptr_t page[CACHE_PAGES];
+	unsigned next, last; /* last: the entry hit most recently (reads come in runs) */
+	char *data;
+};
+
+struct frames;
+struct cache_entry;
+static __thread unw_addr_space_t tls_as;
+static __thread struct reader *tls_reader;
+static __thread struct cache_entry *tls_cache;
+static __thread unsigned tls_cache_next;
+static __thread struct frames *tls_spare;
+static __thread unsigned tls_generation;
+
+/* ---- the object table ---- */
+
+static int object_table_add(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size, (void)arg;
+	struct object_table *t = objs.building;
+	const ElfW(Phdr) *eh = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+			eh = &info->dlpi_phdr[i];
+	if (!eh)
+		return 0;
+	const uint8_t *hdr = (const uint8_t *)(info->dlpi_addr + eh->p_vaddr);
+	/* version 1, eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4: what every
+	 * linker here writes; anything else is left without remote stacks. */
+	if (hdr[0] != 1 || hdr[1] != 0x1b || hdr[2] != 0x03 || hdr[3] != 0x3b)
+		return 0;
+	uint32_t count;
+	memcpy(&count, hdr + 8, sizeof(count));
+	for (int i = 0; i < info->dlpi_phnum && t->n < OBJ_MAX; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		t->v[t->n++] = (struct sys_object){
+			.lo = info->dlpi_addr + ph->p_vaddr,
+			.hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz,
+			.eh_hdr = (uintptr_t)hdr,
+			.table = (uintptr_t)hdr + 12,
+			.fde_count = count,
+		};
+	}
+	return 0;
+}
+
+static int object_cmp(const struct sys_object *a, const struct sys_object *b)
+{
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+static void object_table_sort(struct object_table *t)
+{
+	for (unsigned i = 1; i < t->n; i++) /* a few dozen objects, nearly sorted already */
+		for (unsigned j = i; j > 0 && object_cmp(&t->v[j - 1], &t->v[j]) > 0; j--) {
+			struct sys_object x = t->v[j];
+			t->v[j] = t->v[j - 1];
+			t->v[j - 1] = x;
+		}
+}
+
+/* Callers hold maps.c's lock (one builder at a time) and never rt.lock: the walk may read link
+ * maps on the program's heap, i.e. fault. */
+void sysstack_objects_refresh(void)
+{
+	if (!objs.tables[0]) {
+		objs.tables[0] = rt_map(sizeof(struct object_table));
+		objs.tables[1] = rt_map(sizeof(struct object_table));
+		if (!objs.tables[0] || !objs.tables[1])
+			return;
+	}
+	struct object_table *t = atomic_load(&objs.live) == objs.tables[0] ? objs.tables[1] : objs.tables[0];
+	t->n = 0;
+	objs.building = t;
+	dl_iterate_phdr(object_table_add, NULL);
+	object_table_sort(t);
+	rt_lock();
+	atomic_store(&objs.live, t);
+	atomic_fetch_add(&objs.generation, 1);
+	rt_unlock();
+}
+
+static bool object_find(uintptr_t ip, struct sys_object *out)
+{
+	bool found = false;
+	rt_lock();
+	const struct object_table *t = atomic_load(&objs.live);
+	unsigned lo = 0, hi = t ? t->n : 0;
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (ip < t->v[mid].lo)
+			hi = mid;
+		else if (ip >= t->v[mid].hi)
+			lo = mid + 1;
+		else {
+			*out = t->v[mid];
+			found = true;
+			break;
+		}
+	}
+	rt_unlock();
+	return found;
+}
+
+/* ---- memory: the thread's stack and the objects' unwind tables ---- */
+
+/* A tracked page that is not resident would fault inside process_vm_readv, on this very handler. */
+static bool page_read(uintptr_t page, char *dst)
+{
+	rt_lock();
+	uint32_t *pg = region_page(page);
+	bool ok = !pg || pg_state(*pg) == PAGE_PRESENT;
+	if (ok) {
+		struct iovec local = { dst, rt.page_size }, remote = { (void *)page, rt.page_size };
+		ok = process_vm_readv(rt.pid, &local, 1, &remote, 1, 0) == (ssize_t)rt.page_size;
+	}
+	rt_unlock();
+	return ok;
+}
+
+static const char *reader_page(struct reader *r, uintptr_t page)
+{
+	if (r->page[r->last] == page)
+		return r->data + ((size_t)r->last << rt.page_shift);
+	for (unsigned i = 0; i < CACHE_PAGES; i++)
+		if (r->page[i] == page) {
+			r->last = i;
+			return r->data + ((size_t)i << rt.page_shift);
+		}
+	unsigned i = r->next++ % CACHE_PAGES;
+	char *dst = r->data + ((size_t)i << rt.page_shift);
+	r->page[i] = 0;
+	if (!page_read(page, dst))
+		return NULL;
+	r->page[i] = page;
+	r->last = i;
+	return dst;
+}
+
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+	(void)as;
+	struct reader *r = arg;
+	if (write)
+		return -UNW_EREADONLYREG;
+	uintptr_t mask = rt.page_size - 1, page = addr & ~mask;
+	size_t off = addr & mask;
+	const char *p = reader_page(r, page);
+	if (!p)
+		return -UNW_EINVAL;
+	if (off + sizeof(*val) <= rt.page_size) {
+		memcpy(val, p + off, sizeof(*val));
+		return 0;
+	}
+	char word[sizeof(*val)];
+	size_t first = rt.page_size - off;
+	memcpy(word, p + off, first);
+	const char *q = reader_page(r, page + rt.page_size);
+	if (!q)
+		return -UNW_EINVAL;
+	memcpy(word + first, q, sizeof(word) - first);
+	memcpy(val, word, sizeof(word));
+	return 0;
+}
+
+/* Only the two registers the kernel shows; a frame whose return needs another one ends the stack. */
+static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
+{
+	(void)as;
+	const struct reader *r = arg;
+	if (write)
+		return -UNW_EREADONLYREG;
+	if (reg == UNW_X86_64_RIP)
+		*val = r->pc;
+	else if (reg == UNW_X86_64_RSP)
+		*val = r->sp;
+	else if (reg == UNW_X86_64_RBP && r->have_fp)
+		*val = r->fp;
+	else
+		return -UNW_EBADREG;
+	return 0;
+}
+
+static int access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write, void *arg)
+{
+	(void)as, (void)reg, (void)val, (void)write, (void)arg;
+	return -UNW_EBADREG;
+}
+
+static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi, int need_unwind_info,
+			  void *arg)
+{
+	struct sys_object o;
+	if (!object_find(ip, &o))
+		return -UNW_ENOINFO;
+	unw_dyn_info_t di;
+	memset(&di, 0, sizeof(di));
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di.start_ip = o.lo;
+	di.end_ip = o.hi;
+	di.u.rti.segbase = o.eh_hdr;
+	di.u.rti.table_data = o.table;
+	di.u.rti.table_len = o.fde_count * 8 / sizeof(unw_word_t);
+	return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+}
+
+/* Table-format unwind info is freed by libunwind itself. */
+static void put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+	(void)as, (void)pi, (void)arg;
+}
+
+static int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *addr, void *arg)
+{
+	(void)as, (void)addr, (void)arg;
+	return -UNW_ENOINFO;
+}
+
+static int resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
+{
+	(void)as, (void)c, (void)arg;
+	return -UNW_EINVAL;
+}
+
+static int get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, size_t len, unw_word_t *off,
+			 void *arg)
+{
+	(void)as, (void)addr, (void)buf, (void)len, (void)off, (void)arg;
+	return -UNW_ENOINFO;
+}
+
+static unw_accessors_t accessors = {
+	.find_proc_info = find_proc_info,
+	.put_unwind_info = put_unwind_info,
+	.get_dyn_info_list_addr = get_dyn_info_list_addr,
+	.access_mem = access_mem,
+	.access_reg = access_reg,
+	.access_fpreg = access_fpreg,
+	.resume = resume,
+	.get_proc_name = get_proc_name,
+};
+
+/* ---- the unwind ---- */
+
+
+/* Frames as unwound, fltrace's own included, with where each return address was read from. */
+struct frames {
+	unsigned n;
+	bool broken; /* stopped on an error, not at the outermost frame */
+	uint64_t last_sp;
+	uint64_t ip[FRAMES_MAX], slot[FRAMES_MAX];
+};
+
+struct cache_entry {
+	int tid;
+	long nr;
+	uint64_t pc, sp;
+	struct frames f;
+};
+
+static void unwind_from(struct reader *r, struct frames *f, unsigned max)
+{
+	unw_cursor_t cur;
+	f->n = 0;
+	f->broken = true;
+	f->last_sp = r->sp;
+	if (unw_init_remote(&cur, tls_as, r) < 0)
+		return;
+	int step = 0;
+	do {
+		unw_word_t ip, sp;
+		unw_save_loc_t loc;
+		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0)
+			break;
+		if (unw_get_reg(&cur, UNW_REG_SP, &sp) == 0)
+			f->last_sp = sp;
+		f->ip[f->n] = ip;
+		f->slot[f->n] = f->n && unw_get_save_loc(&cur, UNW_REG_IP, &loc) == 0 &&
+				loc.type == UNW_SLT_MEMORY ? loc.u.addr : 0;
+		f->n++;
+	} while (f->n < max && (step = unw_step(&cur)) > 0);
+	f->broken = f->n < max && step < 0;
+}
+
+static bool word_at(struct reader *r, uintptr_t addr, uint64_t *v)
+{
+	unw_word_t w;
+	if (access_mem(tls_as, addr, &w, 0, r) < 0)
+		return false;
+	*v = w;
+	return true;
+}
+
+/* The frame pointer the kernel does not show, for a caller that needs it (code built with frame
+ * pointers, e.g. -O0) when no frame in between saved it: the first slot above the caller's stack
+ * pointer that looks like a frame record (saved frame pointer above it, then a return address
+ * into loaded code). */
+static bool guess_frame_pointer(struct reader *r, uint64_t sp, uint64_t *fp)
+{
+	for (uintptr_t a = (sp + 7) & ~7ull; a < sp + 65536; a += 8) {
+		uint64_t saved, ret;
+		struct sys_object o;
+		if (!word_at(r, a, &saved) || !word_at(r, a + 8, &ret))
+			return false;
+		if ((saved == 0 || (saved > a && saved < a + (8u << 20))) && object_find(ret, &o)) {
+			*fp = a;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void unwind_with_frame_pointer_guess(struct reader *r, struct frames *f, unsigned max)
+{
+	unwind_from(r, f, max);
+	uint64_t fp;
+	if (!f->broken || f->n == 0 || !guess_frame_pointer(r, f->last_sp, &fp))
+		return;
+	struct frames *again = tls_spare;
+	r->fp = fp;
+	r->have_fp = true;
+	unwind_from(r, again, max);
+	if (again->n > f->n && memcmp(again->ip, f->ip, f->n * sizeof(f->ip[0])) == 0)
+		memcpy(f, again, sizeof(*f));
+}
+
+/* A thread faulting again and again inside one system call (a big read) has the same stack each
+ * time: the same (call, sp, pc) whose return addresses all still sit in their slots. */
+static struct frames *cache_lookup(int tid, long nr, uint64_t pc, uint64_t sp, struct reader *r)
+{
+	for (unsigned i = 0; i < CACHE_ENTRIES; i++) {
+		struct cache_entry *e = &tls_cache[i];
+		if (e->tid != tid || e->nr != nr || e->pc != pc || e->sp != sp)
+			continue;
+		for (unsigned j = 1; j < e->f.n; j++) {
+			uint64_t v;
+			if (e->f.slot[j] && (!word_at(r, e->f.slot[j], &v) || v != e->f.ip[j]))
+				return NULL;
+		}
+		return &e->f;
+	}
+	return NULL;
+}
+
+static struct frames *cache_slot(int tid, long nr, uint64_t pc, uint64_t sp)
+{
+	struct cache_entry *e = &tls_cache[tls_cache_next++ % CACHE_ENTRIES];
+	e->tid = tid;
+	e->nr = nr;
+	e->pc = pc;
+	e->sp = sp;
+	return &e->f;
+}
+
+static bool sysstack_thread_init(void)
+{
+	if (tls_as)
+		return true;
+	tls_reader = rt_map(sizeof(*tls_reader));
+	char *data = rt_map((size_t)CACHE_PAGES << rt.page_shift);
+	tls_cache = rt_map(CACHE_ENTRIES * sizeof(*tls_cache));
+	tls_spare = rt_map(sizeof(*tls_spare));
+	if (!tls_reader || !data || !tls_cache || !tls_spare)
+		return false;
+	tls_reader->data = data;
+	tls_as = unw_create_addr_space(&accessors, 0);
+	if (!tls_as)
+		return false;
+	/* Parsed frame rules are kept per handler thread, dropped whenever the object table changes
+	 * (dlopen, dlclose): without them, one frame costs microseconds. */
+	unw_set_caching_policy(tls_as, UNW_CACHE_PER_THREAD);
+	return true;
+}
+
+/* The program's stack at a system call: the call's pc first, then its callers, fltrace's own
+ * frames (an interposed wrapper) left out. Handler threads only; the thread must stay asleep. */
+unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max)
+{
+	if (!sysstack_thread_init())
+		return 0;
+	unsigned generation = atomic_load(&objs.generation);
+	if (generation != tls_generation) {
+		unw_flush_cache(tls_as, 0, 0);
+		tls_generation = generation;
+	}
+	struct reader *r = tls_reader;
+	*r = (struct reader){ .pc = pc, .sp = sp, .data = r->data };
+	/* Room for our own frames beyond --depth, and one more to tell a cut stack. */
+	unsigned want = max + OWN_FRAMES_MAX + 1;
+	struct frames *f = cache_lookup(tid, nr, pc, sp, r);
+	if (!f) {
+		f = cache_slot(tid, nr, pc, sp);
+		unwind_with_frame_pointer_guess(r, f, want);
+	}
+	unsigned d = 0;
+	for (unsigned i = 0; i < f->n && d < max; i++)
+		if (!prefault_is_own_frame(f->ip[i]))
+			ips[d++] = f->ip[i];
+	if (f->n == want)
+		atomic_fetch_add(&rt.stats.stacks_cut, 1);
+	return d;
+}
