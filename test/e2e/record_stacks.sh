@@ -48,7 +48,7 @@ expect_eq dlclosed_plugin_resolves "row of the plugin's leaf" "40 write" \
 	"$(rows "$dir" | awk -v l="plugin.c:$(line_of plugin.c PLUGIN-LEAF)" '$4 == l { print $1, $2 }')"
 
 # Faults inside system calls libc makes on the program's behalf (stdio's read straight into the
-# caller's buffer, stat): the program's whole stack at the call, unwound while the thread sleeps in
+# caller's buffer, stat, a futex wait): the program's whole stack at the call, unwound while the thread sleeps in
 # the kernel; -O0 with frame pointers needs the frame pointer the kernel does not show.
 head -c $((8 << 20)) /dev/urandom > "$TMP/libcalls.bin"
 # syscall_rows DIR: "count syscall first-frame-in-libcalls.c next-frame" for faults inside system calls
@@ -68,7 +68,8 @@ for v in O0-fp O2; do
 	got=$(timeout 60 "$FLTRACE" record -L 4 -M 256 -o "$dir" -- "$PROGS/libcalls-$v" "$TMP/libcalls.bin" $((8 << 20)) 2>/dev/null)
 	expect_eq "libc_syscall_output_$v" "output at -L 4" "$want" "$got"
 	rows=$(syscall_rows "$dir" | sort)
-	expect_eq "libc_syscall_stacks_$v" "faults in read(2) under fread and in stat(2)" \
-		"2048 read libcalls.c:$(line_of libcalls.c LIBCALL-FREAD) libcalls.c:$(line_of libcalls.c MAIN-FREAD)
+	expect_eq "libc_syscall_stacks_$v" "faults in futex(2), in read(2) under fread, in stat(2)" \
+		"16 futex libcalls.c:$(line_of libcalls.c LIBCALL-FUTEX) libcalls.c:$(line_of libcalls.c MAIN-FUTEX)
+2048 read libcalls.c:$(line_of libcalls.c LIBCALL-FREAD) libcalls.c:$(line_of libcalls.c MAIN-FREAD)
 64 newfstatat libcalls.c:$(line_of libcalls.c LIBCALL-STAT) libcalls.c:$(line_of libcalls.c MAIN-STAT)" "$rows"
 done
