@@ -24,16 +24,16 @@ export LC_ALL=C # deterministic sort order and number formats, for every workloa
 
 # Sizes: full (≈10 min on 2 vCPUs) and quick.
 if [ "$QUICK" = 1 ]; then
-	FS_MB=64 PY_N=100000 SQL_ROWS=100000 SORT_LINES=200000 BFS_SCALE=18 FLOOR_PAGES=1024 FLOOR_REPS=3
+	FS_MB=64 LC_MB=16 PY_N=100000 SQL_ROWS=100000 SORT_LINES=200000 BFS_SCALE=18 FLOOR_PAGES=1024 FLOOR_REPS=3
 else
 	# At a quarter of the peak every workload re-fetches most of its memory many times (measured
 	# here: sort of 100 MB, 1.8M faults, 52 s per run; python with 1M keys, 0.94M faults, 42 s;
 	# bfs at scale 20 (1M vertices), 0.44M faults, 34 s): these sizes keep each quarter run to
 	# seconds and the whole bench under 10 minutes. BENCH_BFS_SCALE=20 runs the 1M-vertex graph.
-	FS_MB=256 PY_N=100000 SQL_ROWS=400000 SORT_LINES=300000 BFS_SCALE=19 FLOOR_PAGES=4096 FLOOR_REPS=5
+	FS_MB=256 LC_MB=64 PY_N=100000 SQL_ROWS=400000 SORT_LINES=300000 BFS_SCALE=19 FLOOR_PAGES=4096 FLOOR_REPS=5
 fi
 BFS_SCALE=${BENCH_BFS_SCALE:-$BFS_SCALE}
-WORKLOADS=(startup fillscan fillscan-8t bfs python sqlite sort)
+WORKLOADS=(startup fillscan fillscan-8t libcalls bfs python sqlite sort)
 [ -n "${BENCH_ONLY:-}" ] && read -r -a WORKLOADS <<< "$BENCH_ONLY"
 
 TMP=$(mktemp -d /tmp/fltrace-bench.XXXXXX)
@@ -68,6 +68,7 @@ build() {
 }
 
 make_inputs() {
+	head -c $((LC_MB << 20)) /dev/urandom > "$TMP/libcalls.bin"
 	cat > "$TMP/dict.py" <<- 'EOF'
 	import hashlib, sys
 	n = int(sys.argv[1])
@@ -100,11 +101,13 @@ workload_cmd() {
 	startup) CMD=(/bin/true) ;;
 	fillscan) CMD=("$B/progs/fillscan" "$FS_MB" 2 1) ;;
 	fillscan-8t) CMD=("$B/progs/fillscan" "$FS_MB" 2 8) ;;
+	# faults inside system calls libc makes (an fread straight into fresh memory): remote unwinds
+	libcalls) CMD=("$B/progs/libcalls-O2" "$TMP/libcalls.bin" $((LC_MB << 20))) ;;
 	bfs) CMD=("$BENCH_BIN/bfs" "$BFS_SCALE" 8 1) ;;
 	python) CMD=(/usr/bin/python3 "$TMP/dict.py" "$PY_N") ;;
 	sqlite) CMD=(/usr/bin/sqlite3 :memory: ".read $TMP/table.sql") ;;
 	sort) CMD=(/usr/bin/sort -o "$TMP/sort.out" "$TMP/sort.in"); EXTRA_OUT=$TMP/sort.out ;;
-	*) say "bench: unknown workload '$1' (known: startup fillscan fillscan-8t bfs python sqlite sort)"
+	*) say "bench: unknown workload '$1' (known: ${WORKLOADS[*]})"
 	   exit 1 ;;
 	esac
 }
