@@ -477,6 +477,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 	req->kind = FT_KIND_ZERO;
 	req->region = 0;
 	req->pc_at_fault = s.pc;
+	req->sp_at_fault = s.sp;
 	bool served = fault_serve(req, addr);
 	if (served && signal) {
 		t->posted_mono_ns = rt_mono_ns();
@@ -536,8 +537,53 @@ static bool thread_blocks_signal(int tid)
 	return (mask >> (rt.sig - 1)) & 1;
 }
 
-/* Requests the signal has not answered: wake the thread (harmless: the signal, if deliverable,
- * is taken on the way back to the faulting instruction), and give up on threads that block it. */
+/* Whether the thread still sleeps at the fault it took in user mode (not "running", same pc and sp). */
+static bool still_at_fault(struct rt_thread *t, int tid)
+{
+	struct syscall_state s;
+	return thread_syscall_state(t, tid, &s) == 0 && s.nr == -1 && s.pc == t->pc_at_fault &&
+	       s.sp == t->sp_at_fault;
+}
+
+/* A thread that blocks the stack signal (glibc blocks every signal in a new thread until its
+ * start-up code is done) sleeps on at its fault: its stack is unwound from here, the same way as
+ * inside a system call. Returns false if the thread does not block the signal (it is just late). */
+static bool record_blocked_thread(struct rt_thread *t, int tid)
+{
+	if (!thread_blocks_signal(tid))
+		return false;
+	int expected = REQ_PENDING;
+	if (!atomic_compare_exchange_strong(&t->state, &expected, REQ_CANCELLED))
+		return true; /* it took the signal after all */
+	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
+	unsigned depth = 0;
+	/* Another signal could have woken it meanwhile (its page is there): then its stack moves. */
+	if (still_at_fault(t, tid)) {
+		depth = sysstack_unwind(tid, -1, t->pc_at_fault, t->sp_at_fault, ips, rt.cfg.stack_depth);
+		if (!still_at_fault(t, tid))
+			depth = 0;
+	}
+	struct ft_fault f;
+	fault_fill(&f, t, tid);
+	f.ip = t->pc_at_fault;
+	f.origin = FT_ORIGIN_USER;
+	if (depth && ips[0] == t->pc_at_fault) {
+		f.stack_id = trace_stack_id(ips, depth);
+		f.stack_status = FT_STACK_OK;
+	} else {
+		f.stack_status = FT_STACK_NONE;
+		atomic_fetch_add(&rt.stats.faults_nostack, 1);
+	}
+	f.latency_ns = latency_since(t->arrival_ns);
+	trace_write_fault(&f);
+	atomic_store(&t->state, REQ_IDLE);
+	uffd_wake(rt.uffd, t->addr, rt.page_size);
+	return true;
+}
+
+/* Requests the signal has not answered: a thread that blocks it is unwound from here; any other
+ * is woken (harmless: the signal, if deliverable, is taken on the way back to the faulting
+ * instruction), and given up on after a while. */
 static void handler_check_pending(struct handler_ctx *ctx)
 {
 	uint64_t now = rt_mono_ns();
@@ -548,11 +594,15 @@ static void handler_check_pending(struct handler_ctx *ctx)
 			continue;
 		}
 		uint64_t age = now - t->posted_mono_ns;
+		int tid = atomic_load(&t->tid);
 		if (age > WAKE_AFTER_NS && !t->woken) {
 			t->woken = true;
+			if (record_blocked_thread(t, tid)) {
+				ctx->pending[i] = ctx->pending[--ctx->npending];
+				continue;
+			}
 			uffd_wake(rt.uffd, t->addr, rt.page_size);
 		}
-		int tid = atomic_load(&t->tid);
 		if ((age > CHECK_BLOCKED_AFTER_NS && thread_blocks_signal(tid)) || age > GIVE_UP_AFTER_NS) {
 			int expected = REQ_PENDING;
 			if (atomic_compare_exchange_strong(&t->state, &expected, REQ_CANCELLED)) {

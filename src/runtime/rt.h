@@ -128,6 +128,7 @@ struct rt_thread {
 	int procfd;        /* /proc/self/task/<tid>/syscall, opened by the handler */
 	uint64_t addr, arrival_ns, posted_mono_ns;
 	uint64_t pc_at_fault; /* from /proc: the signal must arrive exactly there */
+	uint64_t sp_at_fault; /* ... and the stack pointer there, to unwind without the signal */
 	uint16_t flags;
 	uint8_t kind;
 	uint32_t region;   /* FT_KIND_FILE: the region record's id */
