@@ -22,6 +22,7 @@
 #define WAKE_AFTER_NS (2 * 1000 * 1000ull)      /* a harmless early wake-up */
 #define CHECK_BLOCKED_AFTER_NS (50 * 1000 * 1000ull)
 #define GIVE_UP_AFTER_NS (2000 * 1000 * 1000ull)
+#define RUNNING_WAIT_NS (20 * 1000 * 1000ull)  /* a thread still on its way to sleep in its fault */
 
 static struct {
 	pthread_t threads[RT_MAX_HANDLERS];
@@ -94,9 +95,20 @@ static int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_sta
 		}
 		ssize_t n = rt_pread(t->procfd, buf, sizeof(buf) - 1, 0);
 		/* "running": the message can arrive before the thread has finished going to sleep in
-		 * its fault; it will within microseconds. Never guess (it would read as system call 0). */
-		for (int tries = 0; n > 0 && buf[0] == 'r' && tries < 1000; tries++) {
-			__builtin_ia32_pause();
+		 * its fault; it will within microseconds, or later if it was preempted on the way (a
+		 * busy machine): then yield to it. Never guess (it would read as system call 0). */
+		uint64_t since = 0;
+		for (int tries = 0; n > 0 && buf[0] == 'r'; tries++) {
+			if (tries < 1000) {
+				__builtin_ia32_pause();
+			} else {
+				uint64_t now = rt_mono_ns();
+				if (!since)
+					since = now;
+				else if (now - since > RUNNING_WAIT_NS)
+					break;
+				sched_yield();
+			}
 			n = rt_pread(t->procfd, buf, sizeof(buf) - 1, 0);
 		}
 		if (n > 0 && buf[0] == 'r')
@@ -158,7 +170,8 @@ static uint32_t latency_since(uint64_t arrival_ns)
 /* An interposed call with a big buffer left the stack it was made with in the slot (prefault.c). */
 static bool slot_has_call_stack(const struct rt_thread *slot, long nr)
 {
-	return slot && atomic_load(&slot->call_nr) == nr && atomic_load(&slot->call_stack) != FT_NO_STACK;
+	return slot && nr >= 0 && atomic_load(&slot->call_nr) == nr &&
+	       atomic_load(&slot->call_stack) != FT_NO_STACK;
 }
 
 /* `slot` is the thread's own slot (t may be a copy of the request); `ips` the stack unwound at a
@@ -168,7 +181,13 @@ static void record_without_stack(struct rt_thread *t, struct rt_thread *slot, in
 {
 	struct ft_fault f;
 	fault_fill(&f, t, tid);
-	if (s && s->nr >= 0) {
+	if (s && s->nr == -1 && depth && ips[0] == s->pc) {
+		/* A user-mode fault of a thread that blocks the stack signal, unwound by the handler. */
+		f.origin = FT_ORIGIN_USER;
+		f.ip = s->pc;
+		f.stack_id = trace_stack_id(ips, depth);
+		f.stack_status = FT_STACK_OK;
+	} else if (s && s->nr >= 0) {
 		uint64_t ip = s->pc;
 		f.origin = FT_ORIGIN_SYSCALL;
 		f.syscall_nr = (int32_t)s->nr;
@@ -423,6 +442,38 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr)
 	return true;
 }
 
+/* SigBlk of a thread: whether it blocks our signal (then it never runs the stack handler). */
+static bool thread_blocks_signal(int tid)
+{
+	char path[64], buf[2048];
+	struct fmt f;
+	fmt_init(&f, path, sizeof(path));
+	fmt_str(&f, "/proc/self/task/");
+	fmt_u64(&f, (uint64_t)tid);
+	fmt_str(&f, "/status");
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true; /* gone */
+	ssize_t n = rt_read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	const char *p = strstr(buf, "SigBlk:");
+	if (!p)
+		return false;
+	uint64_t mask = 0;
+	bool neg;
+	char hex[24] = "0x";
+	p += 7;
+	while (*p == '\t' || *p == ' ')
+		p++;
+	memcpy(hex + 2, p, 16);
+	hex[18] = '\0';
+	parse_num(hex, &mask, &neg);
+	return (mask >> (rt.sig - 1)) & 1;
+}
+
 /* A fault served without the stack signal: fltrace's own, sampled out, or in a system call (whose
  * stack is unwound here, `unwind`, while the thread still sleeps). */
 static void handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t, int tid, bool record,
@@ -464,9 +515,15 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 	if (record && !busy && thread_syscall_state(t, tid, &s) < 0)
 		s.nr = -2;
 	bool signal = record && !busy && s.nr == -1;
-	/* In a system call: its stack is unwound from here, the thread kept asleep meanwhile (it
-	 * must not run on and change what is being read). */
-	bool unwind = record && !busy && s.nr >= 0 && !slot_has_call_stack(t, s.nr);
+	/* A thread that blocked the signal at its last fault is asked first, rather than waited
+	 * for 2 ms at each fault. */
+	if (signal && t->blocks_signal) {
+		t->blocks_signal = thread_blocks_signal(tid);
+		signal = !t->blocks_signal;
+	}
+	/* In a system call, or blocking the signal: the stack is unwound from here, the thread kept
+	 * asleep meanwhile (it must not run on and change what is being read). */
+	bool unwind = record && !busy && !signal && s.nr >= -1 && !slot_has_call_stack(t, s.nr);
 	struct rt_thread local;
 	struct rt_thread *req = signal ? t : &local; /* only a signalled request lives in the slot */
 
@@ -501,40 +558,8 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 	}
 	/* The thread sleeps until the record is written: a program that exits right after its last
 	 * fault must still find that fault in its trace. */
-	handler_note_unsignalled(req, t, tid, record, s.nr >= 0 ? &s : NULL, unwind);
+	handler_note_unsignalled(req, t, tid, record, s.nr >= -1 ? &s : NULL, unwind);
 	uffd_wake(rt.uffd, addr, rt.page_size);
-}
-
-/* SigBlk of a thread: whether it blocks our signal (then it never runs the stack handler). */
-static bool thread_blocks_signal(int tid)
-{
-	char path[64], buf[2048];
-	struct fmt f;
-	fmt_init(&f, path, sizeof(path));
-	fmt_str(&f, "/proc/self/task/");
-	fmt_u64(&f, (uint64_t)tid);
-	fmt_str(&f, "/status");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true; /* gone */
-	ssize_t n = rt_read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = '\0';
-	const char *p = strstr(buf, "SigBlk:");
-	if (!p)
-		return false;
-	uint64_t mask = 0;
-	bool neg;
-	char hex[24] = "0x";
-	p += 7;
-	while (*p == '\t' || *p == ' ')
-		p++;
-	memcpy(hex + 2, p, 16);
-	hex[18] = '\0';
-	parse_num(hex, &mask, &neg);
-	return (mask >> (rt.sig - 1)) & 1;
 }
 
 /* Whether the thread still sleeps at the fault it took in user mode (not "running", same pc and sp). */
@@ -552,6 +577,7 @@ static bool record_blocked_thread(struct rt_thread *t, int tid)
 {
 	if (!thread_blocks_signal(tid))
 		return false;
+	t->blocks_signal = true;
 	int expected = REQ_PENDING;
 	if (!atomic_compare_exchange_strong(&t->state, &expected, REQ_CANCELLED))
 		return true; /* it took the signal after all */

@@ -133,6 +133,7 @@ struct rt_thread {
 	uint8_t kind;
 	uint32_t region;   /* FT_KIND_FILE: the region record's id */
 	bool woken;        /* handler already woke it after a delay */
+	bool blocks_signal; /* it blocked the stack signal at its last fault: check at the next one */
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
 	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
 };
