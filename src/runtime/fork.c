@@ -107,7 +107,7 @@ void rt_fork_child_late(void)
 	atomic_store(&rt.stats.far_pages, atomic_load(&keep.far_pages));
 	atomic_store(&rt.stats.far_peak_pages, atomic_load(&keep.far_pages));
 	trace_close_inherited();
-	maps_close();
+	maps_fork_child();
 	rt_start_process();
 	rt_lock();
 	evict_make_room(0);

@@ -167,6 +167,21 @@ void maps_snapshot(void)
 	atomic_store(&mh.lock, 0);
 }
 
+/* A fork child keeps a history of its own, in files named by its pid, from a first snapshot of
+ * its own; a snapshot the parent was taking during fork left the lock held (its thread is gone). */
+void maps_fork_child(void)
+{
+	maps_close();
+	if (mh.buf)
+		rt_unmap(mh.buf, MAPS_MAX);
+	if (mh.seen)
+		rt_unmap(mh.seen, SEEN_MAX * sizeof(uint64_t));
+	mh.buf = NULL;
+	mh.seen = NULL;
+	mh.last_hash = 0;
+	atomic_store(&mh.lock, 0);
+}
+
 void maps_close(void)
 {
 	if (mh.procmaps_fd >= 0)

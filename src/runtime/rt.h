@@ -181,6 +181,7 @@ uint64_t trace_bytes(void);
 /* ---- maps history (maps.c) ---- */
 void maps_snapshot(void);        /* if /proc/self/maps changed: record it */
 void maps_close(void);
+void maps_fork_child(void);      /* after fork: a history (and files) of the child's own */
 
 /* ---- stats (stats.c) ---- */
 struct rt_stats {

@@ -27,10 +27,17 @@ done
 same_output memops_waits "$L8 --policy fifo" "$PROGS/memops" waits &&
 	expect_stat kernel_waits_faulted "$TMP/memops_waits" faults_syscall -ge 2
 expect_stat fork_child_traced "$TMP/memops_fork" faults -gt 1000
-if [ "$(ls "$TMP"/memops_fork/fltrace-data-stats-*.out | wc -l)" -ge 2 ]; then
+# every process: a stats file, a trace and a maps snapshot of its own
+pids=$(ls "$TMP"/memops_fork/fltrace-data-stats-*.out 2>/dev/null | sed 's/.*stats-\([0-9]*\)\.out/\1/')
+missing=
+for p in $pids; do
+	[ -s "$TMP/memops_fork/fltrace-data-procmaps-$p.out" ] || missing="$missing procmaps-$p"
+	ls "$TMP/memops_fork/fltrace-data-trace-$p-"*.bin > /dev/null 2>&1 || missing="$missing trace-$p"
+done
+if [ "$(echo $pids | wc -w)" -ge 2 ] && [ -z "$missing" ]; then
 	pass fork_child_own_files
 else
-	fail fork_child_own_files "expected the fork child to write its own stats file"
+	fail fork_child_own_files "expected stats, trace and procmaps files for parent and child (pids: $pids; missing:$missing)"
 fi
 # it ignored every signal and blocked them all: still every stack
 expect_stat signals_program_stacks "$TMP/memops_signals" faults_nostack -eq 0
