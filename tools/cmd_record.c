@@ -243,6 +243,7 @@ static int record_check_all(struct record_opts *o)
 	    (err = record_check_program(o->cmd_path)) || (err = record_check_uffd()) ||
 	    (err = record_find_preload(o)) || (err = record_prepare_outdir(o)))
 		return err;
+	record_note_spinning(o);
 	return 0;
 }
 

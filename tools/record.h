@@ -29,6 +29,7 @@ struct record_opts {
 
 /* record_check.c: validation against the machine, before anything is changed. */
 int record_check_memory(const struct record_opts *o);
+void record_note_spinning(const struct record_opts *o);
 int record_check_cores(const struct record_opts *o);
 int record_resolve_command(struct record_opts *o);
 int record_check_program(const char *path);

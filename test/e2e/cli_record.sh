@@ -69,6 +69,11 @@ got=$(cd "$OUT" && FLTRACE_CORES=3 "$FLTRACE" record -L 16 -M 64 -- env 2>/dev/n
 	grep -E '^(FLTRACE_(CORES|HANDLERS|SAMPLERATE|POLICY|STACK_DEPTH|POLL|OUTDIR|STATUS_FD)|LD_PRELOAD)=' | sort | tr '\n' ' ')
 expect_eq environment_defaults "environment" "FLTRACE_HANDLERS=1 FLTRACE_OUTDIR=$(readlink -f "$OUT") FLTRACE_POLICY=clock FLTRACE_POLL=adaptive FLTRACE_SAMPLERATE=0 FLTRACE_STACK_DEPTH=64 LD_PRELOAD=$lib " "$got"
 
+# Busy-polling handlers on every CPU the program may use: said, not refused (one CPU via taskset).
+note=$(taskset -c 0 "${REC[@]}" --poll spin -- true 2>&1 >/dev/null | grep -c 'note: --poll spin with 1 handler thread on 1 CPU leaves the program no CPU')
+quiet=$(taskset -c 0 "${REC[@]}" -- true 2>&1 >/dev/null | grep -c 'note: --poll spin')
+expect_eq spin_on_every_cpu_noted "notes with --poll spin, then with the default" "1 0" "$note $quiet"
+
 # Exit statuses: the command's own, 128+N for signal N.
 "${REC[@]}" -- sh -c 'exit 7' 2>/dev/null
 expect_eq exit_status_passed "exit status" 7 $?
