@@ -474,6 +474,25 @@ static bool thread_blocks_signal(int tid)
 	return (mask >> (rt.sig - 1)) & 1;
 }
 
+/* Whether the thread still sleeps where it was seen (same system call or none, pc and sp): an
+ * unrelated signal may have woken it meanwhile (its page is there), and then its stack moves. */
+static bool still_in_state(struct rt_thread *t, int tid, const struct syscall_state *was)
+{
+	struct syscall_state s;
+	return thread_syscall_state(t, tid, &s) == 0 && s.nr == was->nr && s.pc == was->pc && s.sp == was->sp;
+}
+
+/* The stack of a sleeping thread, unwound from here; 0 frames if it did not stay asleep. */
+static unsigned unwind_sleeping(struct rt_thread *t, int tid, const struct syscall_state *s, uint64_t *ips)
+{
+	bool fresh;
+	unsigned depth = sysstack_unwind(tid, s->nr, s->pc, s->sp, ips, rt.cfg.stack_depth, &fresh);
+	/* A stack reused from the cache had its return addresses checked in place already. */
+	if (depth && fresh && !still_in_state(t, tid, s))
+		depth = 0;
+	return depth;
+}
+
 /* A fault served without the stack signal: fltrace's own, sampled out, or in a system call (whose
  * stack is unwound here, `unwind`, while the thread still sleeps). */
 static void handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t, int tid, bool record,
@@ -491,7 +510,7 @@ static void handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t,
 		return;
 	}
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
-	unsigned depth = unwind ? sysstack_unwind(tid, s->nr, s->pc, s->sp, ips, rt.cfg.stack_depth) : 0;
+	unsigned depth = unwind && t ? unwind_sleeping(t, tid, s, ips) : 0;
 	record_without_stack(req, t, tid, s, ips, depth);
 }
 
@@ -562,14 +581,6 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 	uffd_wake(rt.uffd, addr, rt.page_size);
 }
 
-/* Whether the thread still sleeps at the fault it took in user mode (not "running", same pc and sp). */
-static bool still_at_fault(struct rt_thread *t, int tid)
-{
-	struct syscall_state s;
-	return thread_syscall_state(t, tid, &s) == 0 && s.nr == -1 && s.pc == t->pc_at_fault &&
-	       s.sp == t->sp_at_fault;
-}
-
 /* A thread that blocks the stack signal (glibc blocks every signal in a new thread until its
  * start-up code is done) sleeps on at its fault: its stack is unwound from here, the same way as
  * inside a system call. Returns false if the thread does not block the signal (it is just late). */
@@ -583,25 +594,10 @@ static bool record_blocked_thread(struct rt_thread *t, int tid)
 		return true; /* it took the signal after all */
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
 	unsigned depth = 0;
-	/* Another signal could have woken it meanwhile (its page is there): then its stack moves. */
-	if (still_at_fault(t, tid)) {
-		depth = sysstack_unwind(tid, -1, t->pc_at_fault, t->sp_at_fault, ips, rt.cfg.stack_depth);
-		if (!still_at_fault(t, tid))
-			depth = 0;
-	}
-	struct ft_fault f;
-	fault_fill(&f, t, tid);
-	f.ip = t->pc_at_fault;
-	f.origin = FT_ORIGIN_USER;
-	if (depth && ips[0] == t->pc_at_fault) {
-		f.stack_id = trace_stack_id(ips, depth);
-		f.stack_status = FT_STACK_OK;
-	} else {
-		f.stack_status = FT_STACK_NONE;
-		atomic_fetch_add(&rt.stats.faults_nostack, 1);
-	}
-	f.latency_ns = latency_since(t->arrival_ns);
-	trace_write_fault(&f);
+	struct syscall_state at = { .nr = -1, .pc = t->pc_at_fault, .sp = t->sp_at_fault };
+	if (still_in_state(t, tid, &at))
+		depth = unwind_sleeping(t, tid, &at, ips);
+	record_without_stack(t, t, tid, &at, ips, depth);
 	atomic_store(&t->state, REQ_IDLE);
 	uffd_wake(rt.uffd, t->addr, rt.page_size);
 	return true;

@@ -165,7 +165,8 @@ bool prefault_is_own_frame(uint64_t ip);
 /* ---- stacks of threads inside a system call (sysstack.c) ---- */
 void sysstack_objects_refresh(void); /* the loaded objects' unwind tables; never from a handler */
 /* Handlers only; the thread (tid, in system call nr) must stay asleep meanwhile. */
-unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max);
+/* `fresh`: unwound now (the caller checks the thread stayed asleep), not reused from a cache. */
+unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh);
 
 /* ---- trace writer (trace.c) ---- */
 int trace_open(void);

@@ -424,8 +424,9 @@ static bool sysstack_thread_init(void)
 
 /* The program's stack at a system call: the call's pc first, then its callers, fltrace's own
  * frames (an interposed wrapper) left out. Handler threads only; the thread must stay asleep. */
-unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max)
+unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh)
 {
+	*fresh = true;
 	if (!sysstack_thread_init())
 		return 0;
 	unsigned generation = atomic_load(&objs.generation);
@@ -438,6 +439,7 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
 	/* Room for our own frames beyond --depth, and one more to tell a cut stack. */
 	unsigned want = max + OWN_FRAMES_MAX + 1;
 	struct frames *f = cache_lookup(tid, nr, pc, sp, r);
+	*fresh = !f;
 	if (!f) {
 		f = cache_slot(tid, nr, pc, sp);
 		unwind_with_frame_pointer_guess(r, f, want);
