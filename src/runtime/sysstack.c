@@ -1,5 +1,5 @@
-/* Stacks of threads stopped inside a system call: unwound from a handler thread with libunwind's
- * remote interface, from the (pc, sp) the kernel shows, reading only memory that cannot fault on us. */
+/* Stacks of threads asleep in a fault the stack signal cannot serve (inside a system call, or with the
+ * signal blocked): unwound by a handler with libunwind's remote interface from the (pc, sp) /proc shows. */
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
