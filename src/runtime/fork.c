@@ -1,6 +1,7 @@
 /* fork without exec: the child inherits our bookkeeping but not the userfaultfd registration, so
  * until its own runtime starts, its missing pages are served in the faulting thread (SIGBUS mode). */
 #include <errno.h>
+#include <locale.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -85,10 +86,28 @@ void rt_fork_child(void)
 
 /* After fork() returned in the child: a runtime of its own (files named by its pid). Closing the
  * window's userfaultfd unregisters the memory; the new runtime registers it again. */
+/* The locale data glibc's thread start-up reads (__ctype_init: LC_CTYPE's first values) may be on
+ * the heap (setlocale loaded it): brought in now, while a missing page is still served in-thread,
+ * so that the runtime's new threads never touch a missing page (kernel-facts, trap 2). */
+static void fork_touch_thread_startup_data(void)
+{
+	locale_t l = duplocale(LC_GLOBAL_LOCALE);
+	if (!l)
+		return;
+	const volatile char *p = (const volatile char *)l->__locales[LC_CTYPE];
+	if (p) {
+		(void)p[0];
+		(void)p[255];
+	}
+	freelocale(l);
+}
+
 void rt_fork_child_late(void)
 {
 	if (atomic_load(&rt.phase) != RT_STARTING)
 		return;
+	if (fw.uffd >= 0)
+		fork_touch_thread_startup_data();
 	if (fw.uffd >= 0) {
 		close(fw.uffd);
 		close(fw.parent_far_uffd);

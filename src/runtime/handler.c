@@ -30,6 +30,7 @@ static struct {
 	char *file_page; /* a page read from a file on its way in (served under rt.lock: one is enough) */
 	_Atomic uint64_t sample_sec, sample_count;
 	_Atomic uint64_t progress; /* messages read: the watchdog's sign of life */
+	_Atomic unsigned started;  /* threads that got past glibc's thread start-up */
 	uint64_t watched_progress;
 	unsigned stalled_seconds;
 } hd;
@@ -559,6 +560,7 @@ static void *handler_main(void *arg)
 {
 	rt_tls_internal = 1;
 	tls_is_handler = true;
+	atomic_fetch_add(&hd.started, 1);
 	handler_pin((unsigned)(uintptr_t)arg);
 	static __thread struct handler_ctx ctx;
 	struct uffd_msg msgs[MSG_BATCH];
@@ -604,11 +606,17 @@ int handler_start(void)
 	if (n > RT_MAX_HANDLERS)
 		n = RT_MAX_HANDLERS;
 	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
+	atomic_store(&hd.started, 0);
 	for (hd.n = 0; hd.n < n; hd.n++) {
 		if (pthread_create(&hd.threads[hd.n], NULL, handler_main, (void *)(uintptr_t)hd.n) != 0)
 			break;
 		pthread_setname_np(hd.threads[hd.n], "fltrace-handler");
 	}
+	/* glibc's thread start-up reads the program's locale data (__ctype_init), which may be on the
+	 * heap: it must be done before the heap is registered (a fork child's is, until its runtime
+	 * starts), or a handler would wait for a fault only it can serve. */
+	while (atomic_load(&hd.started) < hd.n)
+		sched_yield();
 	rt_tls_internal--;
 	return hd.n == n ? 0 : -EAGAIN;
 }

@@ -1,6 +1,7 @@
 /* The stats file fltrace-data-stats-<pid>.out: one line a second (and one at exit) of
  * `<unix time>,name:value,...`, so a user can read the peak memory and pick -L for the next run. */
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -15,6 +16,7 @@ static struct {
 	_Atomic int stop;
 	bool started;
 	_Atomic int lock;
+	_Atomic int running;
 } st = { .fd = -1 };
 
 /* VmHWM / VmRSS from /proc/self/status, in bytes. */
@@ -121,6 +123,7 @@ void stats_write_line(void)
 static void *stats_main(void *arg)
 {
 	rt_tls_internal = 1;
+	atomic_store(&st.running, 1);
 	while (!atomic_load(&st.stop)) {
 		struct timespec ts = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
 		for (int i = 0; i < 10 && !atomic_load(&st.stop); i++)
@@ -150,11 +153,14 @@ int stats_start(void)
 	if (st.fd < 0)
 		return -1;
 	atomic_store(&st.stop, 0);
+	atomic_store(&st.running, 0);
 	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
 	int err = pthread_create(&st.thread, NULL, stats_main, NULL);
 	rt_tls_internal--;
 	if (err != 0)
 		return -1;
+	while (!atomic_load(&st.running)) /* past glibc's thread start-up: see handler_start */
+		sched_yield();
 	st.started = true;
 	return 0;
 }
