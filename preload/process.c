@@ -47,8 +47,10 @@ EXPORT void *dlopen(const char *file, int mode)
 	if (!real_dlopen)
 		real_dlopen = (void *(*)(const char *, int))real("dlopen");
 	void *h = real_dlopen(file, mode);
-	if (h && rt.phase == RT_ON && !rt_tls_internal)
+	if (h && rt.phase == RT_ON && !rt_tls_internal) {
+		loader_take_over(false);
 		maps_snapshot();
+	}
 	return h;
 }
 
@@ -57,7 +59,13 @@ EXPORT int dlclose(void *handle)
 	static int (*real_dlclose)(void *);
 	if (!real_dlclose)
 		real_dlclose = (int (*)(void *))real("dlclose");
-	if (rt.phase == RT_ON && !rt_tls_internal)
+	bool ours = rt.phase == RT_ON && !rt_tls_internal;
+	if (ours) {
 		maps_snapshot(); /* before the object goes: its code may be on recorded stacks */
-	return real_dlclose(handle);
+		loader_give_back();
+	}
+	int ret = real_dlclose(handle);
+	if (ours)
+		loader_take_over(false);
+	return ret;
 }

@@ -59,6 +59,8 @@ static void fork_on_sigbus(int sig, siginfo_t *si, void *uc)
 void rt_fork_child(void)
 {
 	pthread_mutex_init(&rt.lock, NULL);
+	rt_lock_unmask_signals();
+	loader_fork_child();
 	if (atomic_load(&rt.phase) != RT_ON)
 		return;
 	atomic_store(&rt.phase, RT_STARTING);
@@ -69,13 +71,14 @@ void rt_fork_child(void)
 	sa.sa_sigaction = fork_on_sigbus;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	if (fw.uffd < 0 || rt_real_sigaction(SIGBUS, &sa, &fw.saved) < 0 ||
-	    region_register_all(fw.uffd) < 0 || farmem_register(fw.uffd) < 0) {
+	    region_register_all(fw.uffd, fw.uffd) < 0 || farmem_register(fw.uffd) < 0) {
 		/* No userfaultfd for the window: copy every evicted page back (the cap is exceeded
 		 * until the child's runtime evicts again). */
 		if (fw.uffd >= 0)
 			close(fw.uffd);
 		fw.uffd = -1;
 		region_restore_evicted();
+		loader_release(0, UINTPTR_MAX & ~(rt.page_size - 1)); /* unregistered: the files again */
 	} else {
 		/* Evictions in the window move pages into the far store through the window's fd. */
 		fw.parent_far_uffd = rt.far_uffd;
@@ -115,6 +118,9 @@ void rt_fork_child_late(void)
 		rt_real_sigaction(SIGBUS, &fw.saved, NULL);
 	}
 	close(rt.uffd);
+	if (rt.loader_uffd >= 0)
+		close(rt.loader_uffd);
+	rt.loader_uffd = -1;
 	if (rt.far_uffd >= 0)
 		close(rt.far_uffd);
 	threads_forget_all();

@@ -342,15 +342,19 @@ static __attribute__((noreturn)) void handler_die_file(uintptr_t addr, int err)
  * ours). With `signal`, the thread stays asleep until the stack signal wakes it. */
 /* CLOCK's probation: the page is still local memory; it comes back without a recorded fault
  * (a real far-memory system would have found it resident), which marks it as in use. */
-static bool fault_serve_soft(uintptr_t addr)
+static bool fault_serve_soft(uintptr_t addr, int fd)
 {
 	uint32_t *pg = region_page(addr);
 	if (!pg || pg_state(*pg) != PAGE_INACTIVE)
 		return false;
 	uint32_t slot = pg_slot(*pg);
-	int err = uffd_copy(rt.uffd, addr, farmem_addr(slot), rt.page_size, true);
+	int err = uffd_copy(fd, addr, farmem_addr(slot), rt.page_size, true);
+	if (err == -EAGAIN) { /* an mremap's event is pending on the fd: the thread faults again */
+		uffd_wake(fd, addr, rt.page_size);
+		return true;
+	}
 	if (err < 0 && err != -EEXIST)
-		uffd_wake(rt.uffd, addr, rt.page_size);
+		uffd_wake(fd, addr, rt.page_size);
 	farmem_free(slot);
 	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT);
 	atomic_fetch_sub(&rt.stats.inactive_pages, 1);
@@ -396,34 +400,35 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
 
 static bool fault_serve(struct rt_thread *t, uintptr_t addr, bool signal)
 {
-	if (fault_serve_soft(addr))
+	int fd = t->uffd;
+	if (fault_serve_soft(addr, fd))
 		return false;
 	uint32_t *pg = region_page(addr);
 	if (!pg || pg_state(*pg) == PAGE_PRESENT) {
-		uffd_wake(rt.uffd, addr, rt.page_size);
+		uffd_wake(fd, addr, rt.page_size);
 		atomic_fetch_add(&rt.stats.faults_dup, 1);
 		return false;
 	}
 	if (evict_make_room(1) == -ENOSPC)
 		handler_die_maxmem();
-	int err = fault_bring_in(rt.uffd, addr, pg, !signal, &t->kind, &t->region);
+	int err = fault_bring_in(fd, addr, pg, !signal, &t->kind, &t->region);
 	if (t->kind == FT_KIND_ZERO)
 		t->flags |= FT_FLAG_ZERO;
 	if (err < 0) {
-		uffd_wake(rt.uffd, addr, rt.page_size);
+		uffd_wake(fd, addr, rt.page_size);
 		return false;
 	}
 	return true;
 }
 
-static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
+static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
 {
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	uint64_t arrival = rt_now_ns();
 	if (rt.cfg.policy == FLTRACE_POLICY_CLOCK) {
 		rt_lock();
-		bool soft = fault_serve_soft(addr);
+		bool soft = fault_serve_soft(addr, fd);
 		rt_unlock();
 		if (soft)
 			return;
@@ -441,6 +446,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 
 	rt_lock();
 	req->addr = addr;
+	req->uffd = fd;
 	req->arrival_ns = arrival;
 	req->flags = (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) ? FT_FLAG_WRITE : 0;
 	req->kind = FT_KIND_ZERO;
@@ -454,7 +460,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 		/* Under the lock: no other handler may wake the thread before the signal is queued. */
 		if (syscall(SYS_tgkill, rt.pid, tid, rt.sig) < 0) {
 			atomic_store(&t->state, REQ_IDLE);
-			uffd_wake(rt.uffd, addr, rt.page_size);
+			uffd_wake(fd, addr, rt.page_size);
 			signal = false;
 		}
 	}
@@ -526,7 +532,7 @@ static void handler_check_pending(struct handler_ctx *ctx)
 		uint64_t age = now - t->posted_mono_ns;
 		if (age > WAKE_AFTER_NS && !t->woken) {
 			t->woken = true;
-			uffd_wake(rt.uffd, t->addr, rt.page_size);
+			uffd_wake(t->uffd, t->addr, rt.page_size);
 		}
 		int tid = atomic_load(&t->tid);
 		if ((age > CHECK_BLOCKED_AFTER_NS && thread_blocks_signal(tid)) || age > GIVE_UP_AFTER_NS) {
@@ -564,21 +570,33 @@ static void *handler_main(void *arg)
 	handler_pin((unsigned)(uintptr_t)arg);
 	static __thread struct handler_ctx ctx;
 	struct uffd_msg msgs[MSG_BATCH];
-	struct pollfd pfd = { .fd = rt.uffd, .events = POLLIN };
+	/* Two fds with --files=all: the program's memory, and the loader's mappings taken over (whose
+	 * REMAP events are only read: reading one lets the mremap that raised it return). */
+	struct pollfd pfd[2] = { { .fd = rt.uffd, .events = POLLIN }, { .fd = rt.loader_uffd, .events = POLLIN } };
+	nfds_t nfds = rt.loader_uffd >= 0 ? 2 : 1;
 	uint64_t last_msg = 0;
 	for (;;) {
-		ssize_t n = rt_read(rt.uffd, msgs, sizeof(msgs));
+		ssize_t n = 0;
+		bool failed = false;
+		for (nfds_t k = 0; k < nfds; k++) {
+			ssize_t got = rt_read(pfd[k].fd, msgs, sizeof(msgs));
+			if (got < 0 && errno != EAGAIN && errno != EINTR)
+				failed = true;
+			if (got <= 0)
+				continue;
+			n += got;
+			for (ssize_t i = 0; i < got / (ssize_t)sizeof(msgs[0]); i++)
+				if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
+					handler_fault(&ctx, &msgs[i], pfd[k].fd);
+		}
 		if (n > 0) {
 			atomic_fetch_add_explicit(&hd.progress, 1, memory_order_relaxed);
-			for (ssize_t i = 0; i < n / (ssize_t)sizeof(msgs[0]); i++)
-				if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
-					handler_fault(&ctx, &msgs[i]);
 			if (ctx.npending)
 				handler_check_pending(&ctx);
 			last_msg = rt_mono_ns();
 			continue;
 		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
+		if (failed)
 			break;
 		if (ctx.npending)
 			handler_check_pending(&ctx);
@@ -588,7 +606,7 @@ static void *handler_main(void *arg)
 			__builtin_ia32_pause();
 			continue;
 		}
-		if (poll(&pfd, 1, ctx.npending ? 1 : 200) < 0 && errno != EINTR)
+		if (poll(pfd, nfds, ctx.npending ? 1 : 200) < 0 && errno != EINTR)
 			break;
 	}
 	return NULL;
@@ -626,9 +644,9 @@ int handler_start(void)
 #define HANDLER_STALL_SECONDS 10
 void handler_watchdog(void)
 {
-	struct pollfd p = { .fd = rt.uffd, .events = POLLIN };
+	struct pollfd p[2] = { { .fd = rt.uffd, .events = POLLIN }, { .fd = rt.loader_uffd, .events = POLLIN } };
 	uint64_t now = atomic_load(&hd.progress);
-	if (now != hd.watched_progress || poll(&p, 1, 0) != 1) {
+	if (now != hd.watched_progress || poll(p, rt.loader_uffd >= 0 ? 2 : 1, 0) < 1) {
 		hd.watched_progress = now;
 		hd.stalled_seconds = 0;
 		return;

@@ -15,6 +15,7 @@
 
 static struct {
 	char *buf;          /* scratch for one snapshot */
+	char *shown;        /* --files=all: the snapshot with taken-over ranges showing their files */
 	uint64_t last_hash;
 	uint64_t *seen;     /* open addressing set of line and object hashes */
 	int procmaps_fd;
@@ -159,8 +160,13 @@ void maps_snapshot(void)
 	uint64_t h = hash_bytes(mh.buf, len, 0);
 	if (len && h != mh.last_hash) {
 		mh.last_hash = h;
-		maps_record(mh.buf, len);
-		maps_append_new_lines(mh.buf, len);
+		const char *text = mh.buf;
+		if (rt.cfg.files_all && (mh.shown || (mh.shown = rt_map(MAPS_MAX + (1u << 20))))) {
+			len = loader_rewrite_maps(mh.buf, len, mh.shown, MAPS_MAX + (1u << 20));
+			text = mh.shown;
+		}
+		maps_record(text, len);
+		maps_append_new_lines(text, len);
 		dl_iterate_phdr(object_record, NULL);
 	}
 	atomic_store(&mh.lock, 0);

@@ -107,6 +107,10 @@ void stats_write_line(void)
 	kv(&f, "file_maps", atomic_load(&s->file_maps));
 	kv(&f, "untracked_shared_file_bytes", atomic_load(&s->untracked_shared_file_bytes));
 	kv(&f, "untracked_shared_file_maps", atomic_load(&s->untracked_shared_file_maps));
+	kv(&f, "loader_file_bytes", atomic_load(&s->loader_file_bytes));
+	kv(&f, "loader_file_maps", atomic_load(&s->loader_file_maps));
+	kv(&f, "untracked_loader_file_bytes", atomic_load(&s->untracked_loader_file_bytes));
+	kv(&f, "untracked_loader_file_maps", atomic_load(&s->untracked_loader_file_maps));
 	kv(&f, "trace_bytes", trace_bytes());
 	kv(&f, "vm_hwm", hwm);
 	kv(&f, "vm_rss", rss);
