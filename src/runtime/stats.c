@@ -127,6 +127,15 @@ void stats_write_line(void)
 static void *stats_main(void *arg)
 {
 	rt_tls_internal = 1;
+	/* This thread reads the program's heap (maps_snapshot walks the loader's link maps, which
+	 * dlopen allocated) and may fault there: such a fault is served without the stack signal, as
+	 * in our signal handler. Signalled, it would unwind while holding the loader's lock
+	 * (dl_iterate_phdr) and wait for libunwind's, which a program thread unwinding in our
+	 * handler holds while it waits for the loader's: python3 with 4 threads importing modules
+	 * at -L 2 hung so in 1 run of 4. */
+	struct rt_thread *self = threads_get(rt_gettid());
+	if (self)
+		atomic_store(&self->busy, 1);
 	atomic_store(&st.running, 1);
 	while (!atomic_load(&st.stop)) {
 		struct timespec ts = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
