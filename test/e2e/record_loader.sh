@@ -145,6 +145,31 @@ else
 	[ -x $PY ] || skip loader_python "$PY is not installed"
 fi
 
+# --- threads running python code while the main thread imports extension modules: each import's
+#     dlopen takes the new module's code over while the others execute taken-over code ---
+cat > "$TMP/loader_threads.py" <<'EOF'
+import threading, hashlib, json
+stop = False
+done = [0] * 4
+def work(i):
+    while not stop:
+        json.dumps({"a": list(range(50)), "i": i}) and hashlib.sha1(b"x" * 100).hexdigest()
+    done[i] = 1
+ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+for t in ts: t.start()
+import decimal, fractions, statistics, csv, sqlite3, ctypes, array, zlib, bz2, lzma, unicodedata, select, mmap, socket, binascii
+print(decimal.Decimal(2).sqrt(), fractions.Fraction(3, 9), statistics.mean([1, 2, 3, 4]))
+print(zlib.crc32(b"abc"), binascii.hexlify(b"hi"), unicodedata.name("a"))
+stop = True
+for t in ts: t.join()
+print(done)
+EOF
+if [ -x $PY ]; then
+	for i in 1 2 3; do
+		same_output loader_threads_$i "-L 2 -M 1024 --files=all" $PY "$TMP/loader_threads.py" || break
+	done
+fi
+
 # --- sqlite3: its code lives in libsqlite3.so, which is taken over; the answer stays the same ---
 if command -v sqlite3 > /dev/null; then
 	q="CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT); CREATE INDEX iv ON t(v);
