@@ -64,6 +64,7 @@ int filemap_open(int progfd)
 	int fd = filemap_own_fd(progfd);
 	if (fd < 0)
 		return fd;
+	rt_fd_own(fd);
 	struct filemap_file *file = &fm.v[h];
 	char link[64];
 	struct fmt f;
@@ -110,7 +111,7 @@ int filemap_open_path(const char *path, uint64_t dev, uint64_t ino)
 	struct filemap_file *file = &fm.v[h];
 	memcpy(file->path, path, n + 1);
 	file->path_len = (uint32_t)n + 1;
-	file->fd = fd;
+	file->fd = rt_fd_own(fd);
 	file->size = (uint64_t)st.st_size;
 	file->dev = dev;
 	file->ino = ino;
@@ -135,7 +136,7 @@ void filemap_unref(int file)
 {
 	RT_BUG_ON(file < 0 || file >= FILEMAP_MAX || fm.v[file].refs <= 0);
 	if (--fm.v[file].refs == 0) {
-		close(fm.v[file].fd);
+		rt_fd_close(fm.v[file].fd);
 		fm.v[file].fd = -1;
 	}
 }

@@ -65,7 +65,7 @@ void rt_fork_child(void)
 		return;
 	atomic_store(&rt.phase, RT_STARTING);
 	rt_tls_internal++;
-	fw.uffd = uffd_open(true, NULL);
+	fw.uffd = rt_fd_own(uffd_open(true, NULL));
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = fork_on_sigbus;
@@ -74,8 +74,7 @@ void rt_fork_child(void)
 	    region_register_all(fw.uffd, fw.uffd) < 0 || farmem_register(fw.uffd) < 0) {
 		/* No userfaultfd for the window: copy every evicted page back (the cap is exceeded
 		 * until the child's runtime evicts again). */
-		if (fw.uffd >= 0)
-			close(fw.uffd);
+		rt_fd_close(fw.uffd);
 		fw.uffd = -1;
 		region_restore_evicted();
 		loader_release(0, UINTPTR_MAX & ~(rt.page_size - 1)); /* unregistered: the files again */
@@ -112,17 +111,15 @@ void rt_fork_child_late(void)
 	if (fw.uffd >= 0)
 		fork_touch_thread_startup_data();
 	if (fw.uffd >= 0) {
-		close(fw.uffd);
-		close(fw.parent_far_uffd);
+		rt_fd_close(fw.uffd);
+		rt_fd_close(fw.parent_far_uffd);
 		rt.far_uffd = fw.uffd = fw.parent_far_uffd = -1;
 		rt_real_sigaction(SIGBUS, &fw.saved, NULL);
 	}
-	close(rt.uffd);
-	if (rt.loader_uffd >= 0)
-		close(rt.loader_uffd);
+	rt_fd_close(rt.uffd);
+	rt_fd_close(rt.loader_uffd);
 	rt.loader_uffd = -1;
-	if (rt.far_uffd >= 0)
-		close(rt.far_uffd);
+	rt_fd_close(rt.far_uffd);
 	threads_forget_all();
 	struct rt_stats keep = rt.stats;
 	memset(&rt.stats, 0, sizeof(rt.stats)); /* the child's own counts start now */

@@ -89,7 +89,7 @@ static int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_sta
 			fmt_str(&f, "/proc/self/task/");
 			fmt_u64(&f, (uint64_t)tid);
 			fmt_str(&f, "/syscall");
-			t->procfd = open(path, O_RDONLY | O_CLOEXEC);
+			t->procfd = rt_fd_own(open(path, O_RDONLY | O_CLOEXEC));
 			if (t->procfd < 0)
 				return -errno;
 		}
@@ -116,7 +116,7 @@ static int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_sta
 			return 0;
 		}
 		/* The thread id was reused by a new thread, or the file went stale: open again. */
-		close(t->procfd);
+		rt_fd_close(t->procfd);
 		t->procfd = -1;
 	}
 	return -ESRCH;

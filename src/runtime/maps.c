@@ -142,7 +142,7 @@ static void maps_open_text(void)
 	fmt_str(&f, "/fltrace-data-procmaps-");
 	fmt_u64(&f, (uint64_t)rt.pid);
 	fmt_str(&f, ".out");
-	mh.procmaps_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	mh.procmaps_fd = rt_fd_own(open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
 }
 
 /* Cheap when nothing changed (one read of /proc/self/maps); called at start, around dlopen and
@@ -175,6 +175,6 @@ void maps_snapshot(void)
 void maps_close(void)
 {
 	if (mh.procmaps_fd >= 0)
-		close(mh.procmaps_fd);
+		rt_fd_close(mh.procmaps_fd);
 	mh.procmaps_fd = -1;
 }

@@ -259,6 +259,14 @@ __attribute__((noreturn)) void rt_die_bug(const char *file, int line, const char
 /* The real libc functions behind the ones we interpose (preload/signals.c). */
 int rt_real_sigaction(int sig, const struct sigaction *sa, struct sigaction *old);
 
+/* fltrace's own long-lived fds (userfaultfds, mapped files, trace, stats, maps history): a program
+ * that closes every fd (close_range in a fork child before exec) must not close these, or its
+ * memory is unregistered and reads zeros. The program's close/close_range/closefrom skip them;
+ * the runtime closes them with rt_fd_close. (runtime.c) */
+int rt_fd_own(int fd);   /* returns fd */
+bool rt_fd_owned(int fd);
+void rt_fd_close(int fd);
+
 /* helpers (util.c) */
 uint64_t rt_now_ns(void);  /* CLOCK_REALTIME */
 uint64_t rt_mono_ns(void); /* CLOCK_MONOTONIC */

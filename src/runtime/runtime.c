@@ -15,6 +15,30 @@ __thread int rt_tls_internal;
 
 static bool early_done;
 
+#define RT_FDS_MAX 65536
+static _Atomic uint64_t owned_fds[RT_FDS_MAX / 64];
+
+int rt_fd_own(int fd)
+{
+	if (fd >= 0 && fd < RT_FDS_MAX)
+		atomic_fetch_or(&owned_fds[fd / 64], 1ull << (fd % 64));
+	return fd;
+}
+
+bool rt_fd_owned(int fd)
+{
+	return fd >= 0 && fd < RT_FDS_MAX && (atomic_load(&owned_fds[fd / 64]) >> (fd % 64) & 1);
+}
+
+void rt_fd_close(int fd)
+{
+	if (fd < 0)
+		return;
+	if (fd < RT_FDS_MAX)
+		atomic_fetch_and(&owned_fds[fd / 64], ~(1ull << (fd % 64)));
+	syscall(SYS_close, fd);
+}
+
 /* With --files=all the program's code is tracked memory: a signal handler of the program that ran
  * while its thread holds rt.lock could fault on its own code, which no handler could serve without
  * that lock. So a program thread holding it takes no signals (delivered at rt_unlock). */
@@ -186,11 +210,11 @@ void rt_start_process(void)
 	int fd = uffd_open(false, &rt.uffd_features);
 	if (fd < 0)
 		rt_die_uffd(fd);
-	rt.uffd = fd;
+	rt.uffd = rt_fd_own(fd);
 	fd = uffd_open(true, NULL);
 	if (fd < 0)
 		rt_die_uffd(fd);
-	rt.far_uffd = fd;
+	rt.far_uffd = rt_fd_own(fd);
 	if (farmem_register(rt.far_uffd) < 0)
 		rt_die("far memory", "cannot register the far store", "report this as a bug");
 	if (rt.cfg.files_all) {
@@ -198,7 +222,7 @@ void rt_start_process(void)
 		if (fd < 0)
 			rt_die("--files=all", "this kernel's userfaultfd lacks UFFD_FEATURE_EVENT_REMAP",
 			       "run without --files=all");
-		rt.loader_uffd = fd;
+		rt.loader_uffd = rt_fd_own(fd);
 	}
 	int err = trace_open();
 	if (err < 0)

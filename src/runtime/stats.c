@@ -161,8 +161,8 @@ int stats_start(void)
 	fmt_u64(&f, (uint64_t)rt.pid);
 	fmt_str(&f, ".out");
 	if (st.fd >= 0)
-		close(st.fd); /* a fork child's inherited copy of the parent's file */
-	st.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		rt_fd_close(st.fd); /* a fork child's inherited copy of the parent's file */
+	st.fd = rt_fd_own(open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
 	if (st.fd < 0)
 		return -1;
 	atomic_store(&st.stop, 0);

@@ -179,6 +179,20 @@ if [ -x $PY ]; then
 	done
 fi
 
+# --- a fork child that closes every fd before exec (subprocess's close_fds with preexec_fn, which
+#     forks instead of vforking): fltrace's userfaultfds and files must survive, or the child's
+#     evicted and taken-over pages read zeros (its exec'd argv came out empty) ---
+cat > "$TMP/loader_subprocess.py" <<'EOF'
+import subprocess, os
+print(subprocess.run(["/bin/echo", "vfork-path"], capture_output=True).stdout)
+print(subprocess.run(["/bin/echo", "fork-path"], capture_output=True, preexec_fn=lambda: None).stdout)
+print(subprocess.run(["/bin/echo", "fork-path2"], capture_output=True, preexec_fn=os.getpid, close_fds=True).stdout)
+EOF
+if [ -x $PY ]; then
+	same_output loader_subprocess_close_fds "-L 1 -M 512 --files=all" $PY "$TMP/loader_subprocess.py"
+	same_output subprocess_close_fds_default "-L 1 -M 512" $PY "$TMP/loader_subprocess.py"
+fi
+
 # --- sqlite3: its code lives in libsqlite3.so, which is taken over; the answer stays the same ---
 if command -v sqlite3 > /dev/null; then
 	q="CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT); CREATE INDEX iv ON t(v);
