@@ -46,7 +46,10 @@ struct loader_taken {
 };
 
 static struct {
-	pthread_mutex_t lock; /* one pass at a time (dlopen in two threads) */
+	/* Passes and the loader's own changes through dlopen/dlclose exclude each other: a pass must
+	 * not move memory over an object another thread's dlclose is unmapping. dlopen runs shared
+	 * (the loader serializes it anyway), a pass and a whole dlclose exclusive. */
+	pthread_rwlock_t lock;
 	_Atomic int table_lock; /* the taken table: changed by passes, read by maps snapshots */
 	struct loader_cand *cand;
 	size_t ncand;
@@ -58,7 +61,27 @@ static struct {
 	char names[LOADER_NAMES_MAX][64]; /* sonames whose code fltrace runs */
 	unsigned nnames;
 	uintptr_t self_lo, self_hi; /* an address inside libfltrace.so */
-} lm = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} lm = { .lock = PTHREAD_RWLOCK_INITIALIZER };
+
+static __thread unsigned tls_dl_depth; /* this thread holds lm.lock (nested dlopen in a constructor) */
+
+void loader_dl_begin(bool exclusive)
+{
+	if (tls_dl_depth++ == 0) {
+		if (exclusive)
+			pthread_rwlock_wrlock(&lm.lock);
+		else
+			pthread_rwlock_rdlock(&lm.lock);
+	}
+}
+
+void loader_dl_end(void)
+{
+	if (tls_dl_depth == 0) /* begun in the parent of a fork child (loader_fork_child) */
+		return;
+	if (--tls_dl_depth == 0)
+		pthread_rwlock_unlock(&lm.lock);
+}
 
 static uintptr_t page_floor(uintptr_t a)
 {
@@ -428,7 +451,11 @@ void loader_take_over(bool permanent)
 {
 	if (!rt.cfg.files_all || atomic_load(&rt.phase) != RT_ON || rt.loader_uffd < 0)
 		return;
-	pthread_mutex_lock(&lm.lock);
+	/* Inside an exclusive dlclose already (or, nested in a constructor, a shared dlopen: the
+	 * loader then holds its own lock, so no other thread changes the objects either). */
+	bool locked = tls_dl_depth == 0;
+	if (locked)
+		pthread_rwlock_wrlock(&lm.lock);
 	rt_tls_internal++;
 	if (!lm.smaps) {
 		lm.smaps = rt_map(SMAPS_MAX);
@@ -473,13 +500,15 @@ void loader_take_over(bool permanent)
 	atomic_store(&rt.stats.untracked_loader_file_maps, untracked_maps);
 out:
 	rt_tls_internal--;
-	pthread_mutex_unlock(&lm.lock);
+	if (locked)
+		pthread_rwlock_unlock(&lm.lock);
 }
 
 /* A fork child has one thread: locks another thread of the parent held stay free here. */
 void loader_fork_child(void)
 {
-	pthread_mutex_init(&lm.lock, NULL);
+	pthread_rwlock_init(&lm.lock, NULL);
+	tls_dl_depth = 0;
 	atomic_store(&lm.table_lock, 0);
 }
 
@@ -516,18 +545,17 @@ void loader_release(uintptr_t start, size_t len)
 }
 
 /* dlclose may unmap objects loaded by dlopen, with the loader's own munmap, which fltrace does not
- * see: they get their files back first, and what is still loaded afterwards is taken over again. */
+ * see: they get their files back first, and what is still loaded afterwards is taken over again.
+ * The caller holds lm.lock exclusively across the three steps (loader_dl_begin(true)). */
 void loader_give_back(void)
 {
 	if (!rt.cfg.files_all || !lm.taken)
 		return;
-	pthread_mutex_lock(&lm.lock);
 	rt_lock();
 	for (size_t i = 0; i < lm.ntaken; i++)
 		if (lm.taken[i].used && !lm.taken[i].permanent)
 			give_back(&lm.taken[i]);
 	rt_unlock();
-	pthread_mutex_unlock(&lm.lock);
 }
 
 /* ---- the maps history ---- */

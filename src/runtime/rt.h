@@ -187,6 +187,8 @@ uint64_t trace_bytes(void);
 /* ---- the dynamic loader's mappings, --files=all (loader.c) ---- */
 void loader_take_over(bool permanent); /* after start-up (permanent) and after every dlopen */
 void loader_give_back(void);           /* before dlclose: the objects it may unmap get their files back */
+void loader_dl_begin(bool exclusive);  /* around dlopen (shared) and dlclose (exclusive, with the */
+void loader_dl_end(void);              /* give-back and the pass after it) */
 void loader_fork_child(void);          /* in the child, before anything else of ours */
 /* Rewrites /proc/self/maps text so taken-over ranges show their file again; returns the length. */
 size_t loader_rewrite_maps(const char *in, size_t len, char *out, size_t cap);
