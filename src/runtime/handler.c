@@ -626,7 +626,7 @@ int handler_start(void)
 	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
 	atomic_store(&hd.started, 0);
 	for (hd.n = 0; hd.n < n; hd.n++) {
-		if (pthread_create(&hd.threads[hd.n], NULL, handler_main, (void *)(uintptr_t)hd.n) != 0)
+		if (rt_thread_create(&hd.threads[hd.n], handler_main, (void *)(uintptr_t)hd.n) != 0)
 			break;
 		pthread_setname_np(hd.threads[hd.n], "fltrace-handler");
 	}

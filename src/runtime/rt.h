@@ -281,6 +281,10 @@ ssize_t rt_read(int fd, void *buf, size_t n);
 ssize_t rt_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t rt_write(int fd, const void *buf, size_t n);
 void rt_sort_u64(uint64_t *v, size_t n);
+/* pthread_create for fltrace's own threads: they start with every signal blocked, so the program's
+ * process-wide signals (SIGALRM, SIGCHLD...) never run its handlers on them - a handler that touched
+ * tracked memory (its heap, or with --files=all its code) would fault on a handler thread. */
+int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 void rt_sort_u32(uint32_t *v, size_t n);
 
 #endif

@@ -193,6 +193,14 @@ if [ -x $PY ]; then
 	same_output subprocess_close_fds_default "-L 1 -M 512" $PY "$TMP/loader_subprocess.py"
 fi
 
+# --- SIGALRM every 200 us while the program maps and unmaps: the handler (its code on a page of
+#     its own, its counter on the heap) must never run on a thread of fltrace's, which would wait
+#     for a fault only it can serve (1 run of 3 hung so with --files=all at -L 1) ---
+for i in 1 2 3; do
+	same_output loader_sigalarm_$i "-L 1 -M 256 --files=all" "$PROGS/sigalarm" 20000 || break
+done
+same_output sigalarm_default "-L 1 -M 256" "$PROGS/sigalarm" 20000
+
 # --- sqlite3: its code lives in libsqlite3.so, which is taken over; the answer stays the same ---
 if command -v sqlite3 > /dev/null; then
 	q="CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT); CREATE INDEX iv ON t(v);
