@@ -151,6 +151,11 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	if (!rt_active())
 		return (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
 	rt_lock();
+	/* The loader's code moved by the program (a huge-page remapper, say) becomes the kernel's again:
+	 * moving memory registered on rt.loader_uffd would wait for a handler, which needs rt.lock. */
+	const struct region *lr = region_of((uintptr_t)old);
+	if (lr && lr->loader)
+		loader_release((uintptr_t)old, page_round(oldlen));
 	void *p = (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
 	if (p != MAP_FAILED && region_page((uintptr_t)old)) {
 		if (flags & MREMAP_DONTUNMAP) /* the old range stays, emptied */

@@ -46,9 +46,16 @@ EXPORT void *dlopen(const char *file, int mode)
 	static void *(*real_dlopen)(const char *, int);
 	if (!real_dlopen)
 		real_dlopen = (void *(*)(const char *, int))real("dlopen");
+	bool ours = rt.phase == RT_ON && !rt_tls_internal && rt.cfg.files_all;
+	if (ours)
+		loader_dl_begin(false);
 	void *h = real_dlopen(file, mode);
-	if (h && rt.phase == RT_ON && !rt_tls_internal)
+	if (ours)
+		loader_dl_end();
+	if (h && rt.phase == RT_ON && !rt_tls_internal) {
+		loader_take_over(false);
 		maps_snapshot();
+	}
 	return h;
 }
 
@@ -57,7 +64,18 @@ EXPORT int dlclose(void *handle)
 	static int (*real_dlclose)(void *);
 	if (!real_dlclose)
 		real_dlclose = (int (*)(void *))real("dlclose");
-	if (rt.phase == RT_ON && !rt_tls_internal)
+	bool ours = rt.phase == RT_ON && !rt_tls_internal;
+	bool files_all = ours && rt.cfg.files_all;
+	if (ours)
 		maps_snapshot(); /* before the object goes: its code may be on recorded stacks */
-	return real_dlclose(handle);
+	if (files_all) {
+		loader_dl_begin(true);
+		loader_give_back();
+	}
+	int ret = real_dlclose(handle);
+	if (files_all) {
+		loader_take_over(false);
+		loader_dl_end();
+	}
+	return ret;
 }

@@ -14,7 +14,7 @@
 #define RECORD_MAX_HANDLERS 64
 #define RECORD_MAX_SAMPLERATE 1000000000ull
 
-enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL };
+enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL, OPT_FILES };
 
 static const struct option record_longopts[] = {
 	{ "localmem", required_argument, NULL, 'L' },
@@ -26,6 +26,7 @@ static const struct option record_longopts[] = {
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "depth", required_argument, NULL, OPT_DEPTH },
 	{ "poll", required_argument, NULL, OPT_POLL },
+	{ "files", required_argument, NULL, OPT_FILES },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -63,6 +64,10 @@ static void record_help(void)
 "      --poll <mode>       how handler threads wait for faults: adaptive (default: poll for\n"
 "                          100 us after a fault, then block), block, or spin (busy-poll,\n"
 "                          one core busy per thread)\n"
+"      --files <which>     file pages traced: mapped (default: the private file mappings the\n"
+"                          program makes with mmap) or all (also the code and read-only data\n"
+"                          of the executable and its libraries that the loader mapped, except\n"
+"                          libc, ld.so, libm, libunwind, liblzma, whose code fltrace runs)\n"
 "  -h, --help              this help\n"
 "\n"
 "exit status: the command's own status (128+N if it died of signal N); 2 for a usage error or\n"
@@ -76,6 +81,8 @@ static void record_help(void)
 "      ample local memory: learn the peak from the stats file, then run again at half of it\n"
 "  fltrace record -L 70 -M 1000 -C 2 --cores 0,1 -S 1000 -- python3 train.py --epochs 1\n"
 "      two handler threads pinned to CPUs 0 and 1, at most 1000 faults recorded per second\n"
+"  fltrace record -L 16 -M 1000 --files=all -- python3 -c 'import json'\n"
+"      which pages of python's and libpython's code are read, in what order, at 16 MB\n"
 "  fltrace record -L 140 -M 1000 -- ./prog -L 5 -- x\n"
 "      the command's own -L 5 and -- reach ./prog untouched\n",
 		RECORD_MAX_HANDLERS, FLTRACE_DEFAULT_STACK_DEPTH, FLTRACE_MAX_STACK_DEPTH);
@@ -145,6 +152,14 @@ static int record_parse_poll(const char *arg, struct record_opts *o)
 	return 0;
 }
 
+static int record_parse_files(const char *arg, struct record_opts *o)
+{
+	if (strcmp(arg, "mapped") && strcmp(arg, "all"))
+		return cli_error(CLI_EXIT_USAGE, "--files", "'%s' is not a choice; give mapped or all", arg);
+	o->files = arg;
+	return 0;
+}
+
 /* One option with its value; returns 0 or an exit code. */
 static int record_parse_one(int c, const char *arg, struct record_opts *o)
 {
@@ -160,6 +175,7 @@ static int record_parse_one(int c, const char *arg, struct record_opts *o)
 	case OPT_CORES: return record_parse_cores(arg, o);
 	case OPT_POLICY: return record_parse_policy(arg, o);
 	case OPT_POLL: return record_parse_poll(arg, o);
+	case OPT_FILES: return record_parse_files(arg, o);
 	case 'o':
 		o->outdir_arg = arg;
 		if (!*arg)

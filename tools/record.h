@@ -18,6 +18,7 @@ struct record_opts {
 	uint64_t depth;             /* --depth */
 	enum fltrace_policy policy; /* --policy */
 	const char *poll;           /* --poll: adaptive (default), block or spin */
+	const char *files;          /* --files: mapped (default) or all */
 	bool have_cores;            /* --cores given */
 	struct cpulist cores;       /* --cores */
 	const char *outdir_arg;     /* -o as given */

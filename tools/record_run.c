@@ -150,6 +150,7 @@ static int run_set_environment(const struct record_opts *o)
 	err |= setenv(FLTRACE_ENV_POLICY, o->policy == FLTRACE_POLICY_FIFO ? "fifo" : "clock", 1);
 	err |= run_setenv_u64(FLTRACE_ENV_STACK_DEPTH, o->depth);
 	err |= setenv(FLTRACE_ENV_POLL, o->poll ? o->poll : "adaptive", 1);
+	err |= setenv(FLTRACE_ENV_FILES, o->files ? o->files : "mapped", 1);
 	err |= setenv(FLTRACE_ENV_PRELOAD_PATH, o->preload, 1);
 	/* Never let a stale value from the caller's environment pin the handlers. */
 	err |= unsetenv(FLTRACE_ENV_CORES);

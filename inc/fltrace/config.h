@@ -15,6 +15,7 @@
 #define FLTRACE_ENV_POLICY "FLTRACE_POLICY"         /* --policy: fifo | clock */
 #define FLTRACE_ENV_STACK_DEPTH "FLTRACE_STACK_DEPTH" /* --depth: frames per stack */
 #define FLTRACE_ENV_POLL "FLTRACE_POLL"             /* --poll: adaptive | block | spin */
+#define FLTRACE_ENV_FILES "FLTRACE_FILES"           /* --files: mapped | all */
 #define FLTRACE_ENV_PRELOAD_PATH "FLTRACE_PRELOAD"  /* the preload library record chose (informational) */
 
 enum fltrace_policy {

@@ -15,6 +15,7 @@ struct filemap_file {
 	int fd;        /* ours, O_RDONLY | O_CLOEXEC: survives the program's close(), not its exec */
 	int refs;      /* regions (or parts of regions) that read from it; 0 = free slot */
 	uint64_t size; /* at the first mapping: pages past it are left to the kernel (SIGBUS) */
+	uint64_t dev, ino; /* what /proc/self/maps showed for it */
 	uint32_t path_len;
 	char path[PATH_MAX];
 };
@@ -39,27 +40,31 @@ static int filemap_own_fd(int progfd)
 	return fd < 0 ? -errno : fd;
 }
 
-int filemap_open(int progfd)
+static int filemap_free_slot(void)
 {
 	if (!fm.v) {
 		fm.v = rt_map(FILEMAP_MAX * sizeof(struct filemap_file));
 		if (!fm.v)
 			return -ENOMEM;
 	}
-	int h = -1;
 	for (int i = 0; i < FILEMAP_MAX; i++)
-		if (fm.v[i].refs == 0) {
-			h = i;
-			break;
-		}
+		if (fm.v[i].refs == 0)
+			return i;
+	return -ENFILE;
+}
+
+int filemap_open(int progfd)
+{
+	int h = filemap_free_slot();
 	if (h < 0)
-		return -ENFILE;
+		return h;
 	struct stat st;
 	if (fstat(progfd, &st) < 0)
 		return -errno;
 	int fd = filemap_own_fd(progfd);
 	if (fd < 0)
 		return fd;
+	rt_fd_own(fd);
 	struct filemap_file *file = &fm.v[h];
 	char link[64];
 	struct fmt f;
@@ -73,8 +78,52 @@ int filemap_open(int progfd)
 	file->path_len = (uint32_t)n + 1;
 	file->fd = fd;
 	file->size = (uint64_t)st.st_size;
+	file->dev = (uint64_t)st.st_dev;
+	file->ino = (uint64_t)st.st_ino;
 	file->refs = 1;
 	return h;
+}
+
+/* The loader's files are opened again by path; a file replaced since it was mapped (a rebuilt
+ * binary) is not the one mapped, and is left alone. Open files are shared between regions. */
+int filemap_open_path(const char *path, uint64_t dev, uint64_t ino)
+{
+	size_t n = strlen(path);
+	if (n + 1 > PATH_MAX)
+		return -ENAMETOOLONG;
+	for (int i = 0; fm.v && i < FILEMAP_MAX; i++)
+		if (fm.v[i].refs > 0 && fm.v[i].dev == dev && fm.v[i].ino == ino &&
+		    fm.v[i].path_len == n + 1 && memcmp(fm.v[i].path, path, n + 1) == 0) {
+			fm.v[i].refs++;
+			return i;
+		}
+	int h = filemap_free_slot();
+	if (h < 0)
+		return h;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	struct filemap_file *file = &fm.v[h];
+	memcpy(file->path, path, n + 1);
+	file->path_len = (uint32_t)n + 1;
+	file->fd = rt_fd_own(fd);
+	file->size = (uint64_t)st.st_size;
+	file->dev = dev;
+	file->ino = ino;
+	file->refs = 1;
+	return h;
+}
+
+void filemap_ident(int file, const char **path, uint64_t *dev, uint64_t *ino)
+{
+	*path = fm.v[file].path;
+	*dev = fm.v[file].dev;
+	*ino = fm.v[file].ino;
 }
 
 void filemap_ref(int file)
@@ -87,7 +136,7 @@ void filemap_unref(int file)
 {
 	RT_BUG_ON(file < 0 || file >= FILEMAP_MAX || fm.v[file].refs <= 0);
 	if (--fm.v[file].refs == 0) {
-		close(fm.v[file].fd);
+		rt_fd_close(fm.v[file].fd);
 		fm.v[file].fd = -1;
 	}
 }

@@ -1,6 +1,7 @@
 /* fork without exec: the child inherits our bookkeeping but not the userfaultfd registration, so
  * until its own runtime starts, its missing pages are served in the faulting thread (SIGBUS mode). */
 #include <errno.h>
+#include <locale.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -58,23 +59,25 @@ static void fork_on_sigbus(int sig, siginfo_t *si, void *uc)
 void rt_fork_child(void)
 {
 	pthread_mutex_init(&rt.lock, NULL);
+	rt_lock_unmask_signals();
+	loader_fork_child();
 	if (atomic_load(&rt.phase) != RT_ON)
 		return;
 	atomic_store(&rt.phase, RT_STARTING);
 	rt_tls_internal++;
-	fw.uffd = uffd_open(true, NULL);
+	fw.uffd = rt_fd_own(uffd_open(true, NULL));
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = fork_on_sigbus;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	if (fw.uffd < 0 || rt_real_sigaction(SIGBUS, &sa, &fw.saved) < 0 ||
-	    region_register_all(fw.uffd) < 0 || farmem_register(fw.uffd) < 0) {
+	    region_register_all(fw.uffd, fw.uffd) < 0 || farmem_register(fw.uffd) < 0) {
 		/* No userfaultfd for the window: copy every evicted page back (the cap is exceeded
 		 * until the child's runtime evicts again). */
-		if (fw.uffd >= 0)
-			close(fw.uffd);
+		rt_fd_close(fw.uffd);
 		fw.uffd = -1;
 		region_restore_evicted();
+		loader_release(0, UINTPTR_MAX & ~(rt.page_size - 1)); /* unregistered: the files again */
 	} else {
 		/* Evictions in the window move pages into the far store through the window's fd. */
 		fw.parent_far_uffd = rt.far_uffd;
@@ -85,19 +88,38 @@ void rt_fork_child(void)
 
 /* After fork() returned in the child: a runtime of its own (files named by its pid). Closing the
  * window's userfaultfd unregisters the memory; the new runtime registers it again. */
+/* The locale data glibc's thread start-up reads (__ctype_init: LC_CTYPE's first values) may be on
+ * the heap (setlocale loaded it): brought in now, while a missing page is still served in-thread,
+ * so that the runtime's new threads never touch a missing page (kernel-facts, trap 2). */
+static void fork_touch_thread_startup_data(void)
+{
+	locale_t l = duplocale(LC_GLOBAL_LOCALE);
+	if (!l)
+		return;
+	const volatile char *p = (const volatile char *)l->__locales[LC_CTYPE];
+	if (p) {
+		(void)p[0];
+		(void)p[255];
+	}
+	freelocale(l);
+}
+
 void rt_fork_child_late(void)
 {
 	if (atomic_load(&rt.phase) != RT_STARTING)
 		return;
+	if (fw.uffd >= 0)
+		fork_touch_thread_startup_data();
 	if (fw.uffd >= 0) {
-		close(fw.uffd);
-		close(fw.parent_far_uffd);
+		rt_fd_close(fw.uffd);
+		rt_fd_close(fw.parent_far_uffd);
 		rt.far_uffd = fw.uffd = fw.parent_far_uffd = -1;
 		rt_real_sigaction(SIGBUS, &fw.saved, NULL);
 	}
-	close(rt.uffd);
-	if (rt.far_uffd >= 0)
-		close(rt.far_uffd);
+	rt_fd_close(rt.uffd);
+	rt_fd_close(rt.loader_uffd);
+	rt.loader_uffd = -1;
+	rt_fd_close(rt.far_uffd);
 	threads_forget_all();
 	struct rt_stats keep = rt.stats;
 	memset(&rt.stats, 0, sizeof(rt.stats)); /* the child's own counts start now */

@@ -31,6 +31,7 @@ static struct {
 	char *file_page; /* a page read from a file on its way in (served under rt.lock: one is enough) */
 	_Atomic uint64_t sample_sec, sample_count;
 	_Atomic uint64_t progress; /* messages read: the watchdog's sign of life */
+	_Atomic unsigned started;  /* threads that got past glibc's thread start-up */
 	uint64_t watched_progress;
 	unsigned stalled_seconds;
 } hd;
@@ -89,7 +90,7 @@ static int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_sta
 			fmt_str(&f, "/proc/self/task/");
 			fmt_u64(&f, (uint64_t)tid);
 			fmt_str(&f, "/syscall");
-			t->procfd = open(path, O_RDONLY | O_CLOEXEC);
+			t->procfd = rt_fd_own(open(path, O_RDONLY | O_CLOEXEC));
 			if (t->procfd < 0)
 				return -errno;
 		}
@@ -127,7 +128,7 @@ static int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_sta
 			return 0;
 		}
 		/* The thread id was reused by a new thread, or the file went stale: open again. */
-		close(t->procfd);
+		rt_fd_close(t->procfd);
 		t->procfd = -1;
 	}
 	return -ESRCH;
@@ -366,15 +367,19 @@ static __attribute__((noreturn)) void handler_die_file(uintptr_t addr, int err)
 
 /* CLOCK's probation: the page is still local memory; it comes back without a recorded fault
  * (a real far-memory system would have found it resident), which marks it as in use. */
-static bool fault_serve_soft(uintptr_t addr)
+static bool fault_serve_soft(uintptr_t addr, int fd)
 {
 	uint32_t *pg = region_page(addr);
 	if (!pg || pg_state(*pg) != PAGE_INACTIVE)
 		return false;
 	uint32_t slot = pg_slot(*pg);
-	int err = uffd_copy(rt.uffd, addr, farmem_addr(slot), rt.page_size, true);
+	int err = uffd_copy(fd, addr, farmem_addr(slot), rt.page_size, true);
+	if (err == -EAGAIN) { /* an mremap's event is pending on the fd: the thread faults again */
+		uffd_wake(fd, addr, rt.page_size);
+		return true;
+	}
 	if (err < 0 && err != -EEXIST)
-		uffd_wake(rt.uffd, addr, rt.page_size);
+		uffd_wake(fd, addr, rt.page_size);
 	farmem_free(slot);
 	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT);
 	atomic_fetch_sub(&rt.stats.inactive_pages, 1);
@@ -422,21 +427,22 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
  * ours). A served thread is left asleep: the caller wakes it once the fault is noted. */
 static bool fault_serve(struct rt_thread *t, uintptr_t addr)
 {
-	if (fault_serve_soft(addr))
+	int fd = t->uffd;
+	if (fault_serve_soft(addr, fd))
 		return false;
 	uint32_t *pg = region_page(addr);
 	if (!pg || pg_state(*pg) == PAGE_PRESENT) {
-		uffd_wake(rt.uffd, addr, rt.page_size);
+		uffd_wake(fd, addr, rt.page_size);
 		atomic_fetch_add(&rt.stats.faults_dup, 1);
 		return false;
 	}
 	if (evict_make_room(1) == -ENOSPC)
 		handler_die_maxmem();
-	int err = fault_bring_in(rt.uffd, addr, pg, false, &t->kind, &t->region);
+	int err = fault_bring_in(fd, addr, pg, false, &t->kind, &t->region);
 	if (t->kind == FT_KIND_ZERO)
 		t->flags |= FT_FLAG_ZERO;
 	if (err < 0) {
-		uffd_wake(rt.uffd, addr, rt.page_size);
+		uffd_wake(fd, addr, rt.page_size);
 		return false;
 	}
 	return true;
@@ -514,14 +520,14 @@ static void handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t,
 	record_without_stack(req, t, tid, s, ips, depth);
 }
 
-static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
+static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
 {
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	uint64_t arrival = rt_now_ns();
 	if (rt.cfg.policy == FLTRACE_POLICY_CLOCK) {
 		rt_lock();
-		bool soft = fault_serve_soft(addr);
+		bool soft = fault_serve_soft(addr, fd);
 		rt_unlock();
 		if (soft)
 			return;
@@ -548,6 +554,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 
 	rt_lock();
 	req->addr = addr;
+	req->uffd = fd;
 	req->arrival_ns = arrival;
 	req->flags = (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) ? FT_FLAG_WRITE : 0;
 	req->kind = FT_KIND_ZERO;
@@ -562,7 +569,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 		/* Under the lock: no other handler may wake the thread before the signal is queued. */
 		if (syscall(SYS_tgkill, rt.pid, tid, rt.sig) < 0) {
 			atomic_store(&t->state, REQ_IDLE);
-			uffd_wake(rt.uffd, addr, rt.page_size);
+			uffd_wake(fd, addr, rt.page_size);
 			signal = false;
 		}
 	}
@@ -578,7 +585,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m)
 	/* The thread sleeps until the record is written: a program that exits right after its last
 	 * fault must still find that fault in its trace. */
 	handler_note_unsignalled(req, t, tid, record, s.nr >= -1 ? &s : NULL, unwind);
-	uffd_wake(rt.uffd, addr, rt.page_size);
+	uffd_wake(fd, addr, rt.page_size);
 }
 
 /* A thread that blocks the stack signal (glibc blocks every signal in a new thread until its
@@ -599,7 +606,7 @@ static bool record_blocked_thread(struct rt_thread *t, int tid)
 		depth = unwind_sleeping(t, tid, &at, ips);
 	record_without_stack(t, t, tid, &at, ips, depth);
 	atomic_store(&t->state, REQ_IDLE);
-	uffd_wake(rt.uffd, t->addr, rt.page_size);
+	uffd_wake(t->uffd, t->addr, rt.page_size);
 	return true;
 }
 
@@ -623,7 +630,7 @@ static void handler_check_pending(struct handler_ctx *ctx)
 				ctx->pending[i] = ctx->pending[--ctx->npending];
 				continue;
 			}
-			uffd_wake(rt.uffd, t->addr, rt.page_size);
+			uffd_wake(t->uffd, t->addr, rt.page_size);
 		}
 		if ((age > CHECK_BLOCKED_AFTER_NS && thread_blocks_signal(tid)) || age > GIVE_UP_AFTER_NS) {
 			int expected = REQ_PENDING;
@@ -656,24 +663,37 @@ static void *handler_main(void *arg)
 {
 	rt_tls_internal = 1;
 	tls_is_handler = true;
+	atomic_fetch_add(&hd.started, 1);
 	handler_pin((unsigned)(uintptr_t)arg);
 	static __thread struct handler_ctx ctx;
 	struct uffd_msg msgs[MSG_BATCH];
-	struct pollfd pfd = { .fd = rt.uffd, .events = POLLIN };
+	/* Two fds with --files=all: the program's memory, and the loader's mappings taken over (whose
+	 * REMAP events are only read: reading one lets the mremap that raised it return). */
+	struct pollfd pfd[2] = { { .fd = rt.uffd, .events = POLLIN }, { .fd = rt.loader_uffd, .events = POLLIN } };
+	nfds_t nfds = rt.loader_uffd >= 0 ? 2 : 1;
 	uint64_t last_msg = 0;
 	for (;;) {
-		ssize_t n = rt_read(rt.uffd, msgs, sizeof(msgs));
+		ssize_t n = 0;
+		bool failed = false;
+		for (nfds_t k = 0; k < nfds; k++) {
+			ssize_t got = rt_read(pfd[k].fd, msgs, sizeof(msgs));
+			if (got < 0 && errno != EAGAIN && errno != EINTR)
+				failed = true;
+			if (got <= 0)
+				continue;
+			n += got;
+			for (ssize_t i = 0; i < got / (ssize_t)sizeof(msgs[0]); i++)
+				if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
+					handler_fault(&ctx, &msgs[i], pfd[k].fd);
+		}
 		if (n > 0) {
 			atomic_fetch_add_explicit(&hd.progress, 1, memory_order_relaxed);
-			for (ssize_t i = 0; i < n / (ssize_t)sizeof(msgs[0]); i++)
-				if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
-					handler_fault(&ctx, &msgs[i]);
 			if (ctx.npending)
 				handler_check_pending(&ctx);
 			last_msg = rt_mono_ns();
 			continue;
 		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
+		if (failed)
 			break;
 		if (ctx.npending)
 			handler_check_pending(&ctx);
@@ -683,7 +703,7 @@ static void *handler_main(void *arg)
 			__builtin_ia32_pause();
 			continue;
 		}
-		if (poll(&pfd, 1, ctx.npending ? 1 : 200) < 0 && errno != EINTR)
+		if (poll(pfd, nfds, ctx.npending ? 1 : 200) < 0 && errno != EINTR)
 			break;
 	}
 	return NULL;
@@ -701,11 +721,17 @@ int handler_start(void)
 	if (n > RT_MAX_HANDLERS)
 		n = RT_MAX_HANDLERS;
 	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
+	atomic_store(&hd.started, 0);
 	for (hd.n = 0; hd.n < n; hd.n++) {
-		if (pthread_create(&hd.threads[hd.n], NULL, handler_main, (void *)(uintptr_t)hd.n) != 0)
+		if (rt_thread_create(&hd.threads[hd.n], handler_main, (void *)(uintptr_t)hd.n) != 0)
 			break;
 		pthread_setname_np(hd.threads[hd.n], "fltrace-handler");
 	}
+	/* glibc's thread start-up reads the program's locale data (__ctype_init), which may be on the
+	 * heap: it must be done before the heap is registered (a fork child's is, until its runtime
+	 * starts), or a handler would wait for a fault only it can serve. */
+	while (atomic_load(&hd.started) < hd.n)
+		sched_yield();
 	rt_tls_internal--;
 	return hd.n == n ? 0 : -EAGAIN;
 }
@@ -715,9 +741,9 @@ int handler_start(void)
 #define HANDLER_STALL_SECONDS 10
 void handler_watchdog(void)
 {
-	struct pollfd p = { .fd = rt.uffd, .events = POLLIN };
+	struct pollfd p[2] = { { .fd = rt.uffd, .events = POLLIN }, { .fd = rt.loader_uffd, .events = POLLIN } };
 	uint64_t now = atomic_load(&hd.progress);
-	if (now != hd.watched_progress || poll(&p, 1, 0) != 1) {
+	if (now != hd.watched_progress || poll(p, rt.loader_uffd >= 0 ? 2 : 1, 0) < 1) {
 		hd.watched_progress = now;
 		hd.stalled_seconds = 0;
 		return;

@@ -15,6 +15,7 @@
 
 static struct {
 	char *buf;          /* scratch for one snapshot */
+	char *shown;        /* --files=all: the snapshot with taken-over ranges showing their files */
 	uint64_t last_hash;
 	uint64_t *seen;     /* open addressing set of line and object hashes */
 	int procmaps_fd;
@@ -141,7 +142,7 @@ static void maps_open_text(void)
 	fmt_str(&f, "/fltrace-data-procmaps-");
 	fmt_u64(&f, (uint64_t)rt.pid);
 	fmt_str(&f, ".out");
-	mh.procmaps_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	mh.procmaps_fd = rt_fd_own(open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
 }
 
 /* Cheap when nothing changed (one read of /proc/self/maps); called at start, around dlopen and
@@ -159,8 +160,13 @@ void maps_snapshot(void)
 	uint64_t h = hash_bytes(mh.buf, len, 0);
 	if (len && h != mh.last_hash) {
 		mh.last_hash = h;
-		maps_record(mh.buf, len);
-		maps_append_new_lines(mh.buf, len);
+		const char *text = mh.buf;
+		if (rt.cfg.files_all && (mh.shown || (mh.shown = rt_map(MAPS_MAX + (1u << 20))))) {
+			len = loader_rewrite_maps(mh.buf, len, mh.shown, MAPS_MAX + (1u << 20));
+			text = mh.shown;
+		}
+		maps_record(text, len);
+		maps_append_new_lines(text, len);
 		dl_iterate_phdr(object_record, NULL);
 		sysstack_objects_refresh();
 	}
@@ -185,6 +191,6 @@ void maps_fork_child(void)
 void maps_close(void)
 {
 	if (mh.procmaps_fd >= 0)
-		close(mh.procmaps_fd);
+		rt_fd_close(mh.procmaps_fd);
 	mh.procmaps_fd = -1;
 }

@@ -119,6 +119,7 @@ static int region_clone_part(const struct region *r, uintptr_t start, uintptr_t 
 	out->file = r->file;
 	out->file_off = r->file_off + (start - r->start);
 	out->id = r->id;
+	out->loader = r->loader;
 	if (region_alloc_pages(out) < 0)
 		return -ENOMEM;
 	if (out->file >= 0)
@@ -128,9 +129,9 @@ static int region_clone_part(const struct region *r, uintptr_t start, uintptr_t 
 	return 0;
 }
 
-static int region_add_common(uintptr_t start, size_t len, int prot, int file, uint64_t off)
+static int region_add_common(uintptr_t start, size_t len, int prot, int file, uint64_t off, bool loader)
 {
-	struct region r = { .start = start, .end = start + len, .file = file, .file_off = off };
+	struct region r = { .start = start, .end = start + len, .file = file, .file_off = off, .loader = loader };
 	region_remove(start, len); /* MAP_FIXED over something we tracked */
 	if (region_alloc_pages(&r) < 0)
 		return -ENOMEM;
@@ -139,7 +140,7 @@ static int region_add_common(uintptr_t start, size_t len, int prot, int file, ui
 	if (init)
 		for (size_t i = 0; i < region_npages(&r); i++)
 			r.pages[i] = init;
-	if (rt.phase == RT_ON) {
+	if (rt.phase == RT_ON && !loader) {
 		int err = uffd_register(rt.uffd, start, len);
 		if (err < 0) {
 			rt_unmap(r.pages, r.pages_map_len);
@@ -148,7 +149,7 @@ static int region_add_common(uintptr_t start, size_t len, int prot, int file, ui
 	}
 	int err = region_insert_at(region_index(start), &r);
 	if (err < 0) {
-		if (rt.phase == RT_ON)
+		if (rt.phase == RT_ON && !loader)
 			uffd_unregister(rt.uffd, start, len);
 		rt_unmap(r.pages, r.pages_map_len);
 		return err;
@@ -159,15 +160,30 @@ static int region_add_common(uintptr_t start, size_t len, int prot, int file, ui
 
 int region_add(uintptr_t start, size_t len, int prot)
 {
-	return region_add_common(start, len, prot, -1, 0);
+	return region_add_common(start, len, prot, -1, 0, false);
 }
 
 int region_add_file(uintptr_t start, size_t len, int prot, int file, uint64_t off)
 {
-	int err = region_add_common(start, len, prot, file, off);
+	int err = region_add_common(start, len, prot, file, off, false);
 	if (err == 0)
 		regions.v[region_index(start)].id = filemap_record(file, start, len, off);
 	return err;
+}
+
+/* Not registered here: the caller registered the memory that is about to replace the loader's. */
+int region_add_loader(uintptr_t start, size_t len, int prot, int file, uint64_t off)
+{
+	int err = region_add_common(start, len, prot, file, off, true);
+	if (err == 0)
+		regions.v[region_index(start)].id = filemap_record(file, start, len, off);
+	return err;
+}
+
+int region_fd(uintptr_t addr)
+{
+	const struct region *r = region_of(addr);
+	return r && r->loader ? rt.loader_uffd : rt.uffd;
 }
 
 /* Forgets [start, start+len): whole regions go, partly covered ones are trimmed or split. */
@@ -285,10 +301,11 @@ static void region_adopt_resident(struct region *r)
 	rt_unmap(vec, n);
 }
 
-int region_register_all(int fd)
+int region_register_all(int fd, int loader_fd)
 {
 	for (size_t i = 0; i < regions.n; i++) {
-		int err = uffd_register(fd, regions.v[i].start, regions.v[i].end - regions.v[i].start);
+		int err = uffd_register(regions.v[i].loader ? loader_fd : fd, regions.v[i].start,
+					regions.v[i].end - regions.v[i].start);
 		if (err < 0 && err != -ENOMEM && err != -EINVAL)
 			return err;
 		region_adopt_resident(&regions.v[i]);

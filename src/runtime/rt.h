@@ -36,10 +36,15 @@ struct rt_config {
 	unsigned stack_depth;
 	bool spin;           /* handler threads busy-poll instead of blocking */
 	uint64_t spin_ns;    /* adaptive: poll this long after the last fault before blocking */
+	bool files_all;      /* --files=all: the loader's code and read-only data are traced too */
 };
 
 /* ---- userfaultfd: the only owner of the fds and their ioctls (uffd.c) ---- */
 int uffd_open(bool sigbus, uint64_t *features_out);
+/* For the loader's mappings (loader.c): EVENT_REMAP keeps a registration across mremap, the only
+ * atomic way to put registered memory in place of a file mapping; the REMAP events are read and
+ * ignored by the handler threads. UFFDIO_COPY on it fails with -EAGAIN while an mremap is pending. */
+int uffd_open_remap(void);
 int uffd_register(int fd, uintptr_t start, size_t len);
 int uffd_unregister(int fd, uintptr_t start, size_t len);
 int uffd_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake);
@@ -75,6 +80,7 @@ struct region {
 	int file;          /* filemap handle of a file region, -1 for anonymous memory */
 	uint64_t file_off; /* file offset of start */
 	uint32_t id;       /* of the FT_REC_REGION record that names the file */
+	bool loader;       /* taken over from the dynamic loader (--files=all): registered on rt.loader_uffd */
 };
 
 /* All functions below need rt.lock held, except region_table_init. */
@@ -82,6 +88,9 @@ void region_table_init(void);
 int region_add(uintptr_t start, size_t len, int prot);    /* track + register */
 /* A private file mapping emulated by anonymous memory: takes over the reference `file`. */
 int region_add_file(uintptr_t start, size_t len, int prot, int file, uint64_t off);
+/* A loader mapping about to be replaced by memory already registered on rt.loader_uffd. */
+int region_add_loader(uintptr_t start, size_t len, int prot, int file, uint64_t off);
+int region_fd(uintptr_t addr); /* the userfaultfd the page at addr is registered on */
 const struct region *region_of(uintptr_t addr);           /* NULL if untracked */
 void region_record_files(void);                           /* FT_REC_REGION for every file region */
 void region_remove(uintptr_t start, size_t len);          /* forget (unmapped) */
@@ -89,13 +98,16 @@ void region_zap(uintptr_t start, size_t len);             /* data gone: reads ba
 void region_protect(uintptr_t start, size_t len, int prot);
 void region_remap(uintptr_t old, size_t oldlen, uintptr_t new_, size_t newlen);
 uint32_t *region_page(uintptr_t addr);                    /* NULL if untracked */
-int region_register_all(int fd);                          /* at start-up and after fork */
+int region_register_all(int fd, int loader_fd);           /* at start-up and after fork */
 void region_restore_evicted(void);                        /* fork child: copy far pages in */
 uint64_t region_tracked_bytes(void);
 unsigned region_missing_pages(uintptr_t start, size_t len, uintptr_t *out, unsigned max);
 
 /* ---- files behind emulated private file mappings (filemap.c); callers hold rt.lock ---- */
 int filemap_open(int progfd); /* a handle holding our own fd, or -errno */
+/* A handle for a file the loader mapped, by path; -ESTALE if it is no longer that (dev, inode). */
+int filemap_open_path(const char *path, uint64_t dev, uint64_t ino);
+void filemap_ident(int file, const char **path, uint64_t *dev, uint64_t *ino);
 void filemap_ref(int file);
 void filemap_unref(int file);
 uint64_t filemap_size(int file);                 /* at the time of the first mapping */
@@ -127,6 +139,7 @@ struct rt_thread {
 	_Atomic int busy;  /* inside our signal handler: its faults are served without a signal */
 	int procfd;        /* /proc/self/task/<tid>/syscall, opened by the handler */
 	uint64_t addr, arrival_ns, posted_mono_ns;
+	int uffd;          /* the userfaultfd the fault came from (rt.uffd or rt.loader_uffd) */
 	uint64_t pc_at_fault; /* from /proc: the signal must arrive exactly there */
 	uint64_t sp_at_fault; /* ... and the stack pointer there, to unwind without the signal */
 	uint16_t flags;
@@ -179,6 +192,18 @@ void trace_close_inherited(void); /* fork child: the parent's file is not ours *
 void trace_release_written(void); /* drop written pages from our RSS */
 uint64_t trace_bytes(void);
 
+/* ---- the dynamic loader's mappings, --files=all (loader.c) ---- */
+void loader_take_over(bool permanent); /* after start-up (permanent) and after every dlopen */
+void loader_give_back(void);           /* before dlclose: the objects it may unmap get their files back */
+void loader_dl_begin(bool exclusive);  /* around dlopen (shared) and dlclose (exclusive, with the */
+void loader_dl_end(void);              /* give-back and the pass after it) */
+void loader_fork_child(void);          /* in the child, before anything else of ours */
+/* Rewrites /proc/self/maps text so taken-over ranges show their file again; returns the length. */
+size_t loader_rewrite_maps(const char *in, size_t len, char *out, size_t cap);
+/* Puts the files back under taken-over parts of [start, start+len) (rt.lock held): before the
+ * program mremaps them (an mremap of memory on rt.loader_uffd must not wait for a handler). */
+void loader_release(uintptr_t start, size_t len);
+
 /* ---- maps history (maps.c) ---- */
 void maps_snapshot(void);        /* if /proc/self/maps changed: record it */
 void maps_close(void);
@@ -195,6 +220,8 @@ struct rt_stats {
 	_Atomic uint64_t untracked_map_bytes, untracked_maps;
 	_Atomic uint64_t file_map_bytes, file_maps;       /* private file mappings emulated (tracked) */
 	_Atomic uint64_t untracked_shared_file_bytes, untracked_shared_file_maps;
+	_Atomic uint64_t loader_file_bytes, loader_file_maps;   /* --files=all: loader mappings traced */
+	_Atomic uint64_t untracked_loader_file_bytes, untracked_loader_file_maps; /* ... and left alone */
 };
 int stats_start(void);
 void stats_far_add(int64_t pages); /* evicted pages, with the peak */
@@ -210,6 +237,7 @@ struct rt {
 	pthread_mutex_t lock; /* regions, page states, resident set, far store */
 	int uffd;             /* program memory */
 	int far_uffd;         /* far store: registered only so UFFDIO_MOVE may target it */
+	int loader_uffd;      /* --files=all: the loader's mappings taken over, -1 otherwise */
 	uint64_t uffd_features;
 	size_t page_size;
 	unsigned page_shift;
@@ -230,6 +258,7 @@ bool rt_active(void);         /* tracking is on */
 void rt_lock(void);
 void rt_unlock(void);
 bool rt_trylock(void);
+void rt_lock_unmask_signals(void); /* fork child: the parent's rt_lock masked them */
 void rt_fork_prepare(void);
 void rt_fork_parent(void);
 void rt_fork_child(void);     /* inside fork(), before other atfork handlers */
@@ -240,6 +269,14 @@ __attribute__((noreturn)) void rt_die_bug(const char *file, int line, const char
 
 /* The real libc functions behind the ones we interpose (preload/signals.c). */
 int rt_real_sigaction(int sig, const struct sigaction *sa, struct sigaction *old);
+
+/* fltrace's own long-lived fds (userfaultfds, mapped files, trace, stats, maps history): a program
+ * that closes every fd (close_range in a fork child before exec) must not close these, or its
+ * memory is unregistered and reads zeros. The program's close/close_range/closefrom skip them;
+ * the runtime closes them with rt_fd_close. (runtime.c) */
+int rt_fd_own(int fd);   /* returns fd */
+bool rt_fd_owned(int fd);
+void rt_fd_close(int fd);
 
 /* helpers (util.c) */
 uint64_t rt_now_ns(void);  /* CLOCK_REALTIME */
@@ -253,6 +290,10 @@ ssize_t rt_read(int fd, void *buf, size_t n);
 ssize_t rt_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t rt_write(int fd, const void *buf, size_t n);
 void rt_sort_u64(uint64_t *v, size_t n);
+/* pthread_create for fltrace's own threads: they start with every signal blocked, so the program's
+ * process-wide signals (SIGALRM, SIGCHLD...) never run its handlers on them - a handler that touched
+ * tracked memory (its heap, or with --files=all its code) would fault on a handler thread. */
+int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 void rt_sort_u32(uint32_t *v, size_t n);
 
 #endif

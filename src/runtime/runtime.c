@@ -10,24 +10,77 @@
 #include "fltrace/fmt.h"
 #include "rt.h"
 
-struct rt rt = { .lock = PTHREAD_MUTEX_INITIALIZER, .uffd = -1, .far_uffd = -1 };
+struct rt rt = { .lock = PTHREAD_MUTEX_INITIALIZER, .uffd = -1, .far_uffd = -1, .loader_uffd = -1 };
 __thread int rt_tls_internal;
 
 static bool early_done;
 
+#define RT_FDS_MAX 65536
+static _Atomic uint64_t owned_fds[RT_FDS_MAX / 64];
+
+int rt_fd_own(int fd)
+{
+	if (fd >= 0 && fd < RT_FDS_MAX)
+		atomic_fetch_or(&owned_fds[fd / 64], 1ull << (fd % 64));
+	return fd;
+}
+
+bool rt_fd_owned(int fd)
+{
+	return fd >= 0 && fd < RT_FDS_MAX && (atomic_load(&owned_fds[fd / 64]) >> (fd % 64) & 1);
+}
+
+void rt_fd_close(int fd)
+{
+	if (fd < 0)
+		return;
+	if (fd < RT_FDS_MAX)
+		atomic_fetch_and(&owned_fds[fd / 64], ~(1ull << (fd % 64)));
+	syscall(SYS_close, fd);
+}
+
+/* With --files=all the program's code is tracked memory: a signal handler of the program that ran
+ * while its thread holds rt.lock could fault on its own code, which no handler could serve without
+ * that lock. So a program thread holding it takes no signals (delivered at rt_unlock). */
+static __thread uint64_t tls_lock_saved_mask;
+static __thread bool tls_lock_masked;
+
+static void rt_lock_mask_signals(void)
+{
+	if (!rt.cfg.files_all || handler_is_current_thread())
+		return;
+	uint64_t all = ~0ull;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &tls_lock_saved_mask, 8);
+	tls_lock_masked = true;
+}
+
+void rt_lock_unmask_signals(void)
+{
+	if (!tls_lock_masked)
+		return;
+	tls_lock_masked = false;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &tls_lock_saved_mask, NULL, 8);
+}
+
 void rt_lock(void)
 {
+	rt_lock_mask_signals();
 	pthread_mutex_lock(&rt.lock);
 }
 
 bool rt_trylock(void)
 {
-	return pthread_mutex_trylock(&rt.lock) == 0;
+	rt_lock_mask_signals();
+	if (pthread_mutex_trylock(&rt.lock) == 0)
+		return true;
+	rt_lock_unmask_signals();
+	return false;
 }
 
 void rt_unlock(void)
 {
 	pthread_mutex_unlock(&rt.lock);
+	rt_lock_unmask_signals();
 }
 
 bool rt_active(void)
@@ -96,6 +149,8 @@ static void config_parse(struct rt_config *c)
 	 * (make bench's floor rows), so a handler polls 100 us after a fault before it blocks;
 	 * on fillscan this makes a fault 3.7x cheaper on an otherwise idle 2-vCPU machine. */
 	c->spin = poll && strcmp(poll, "spin") == 0;
+	const char *files = getenv(FLTRACE_ENV_FILES);
+	c->files_all = files && strcmp(files, "all") == 0;
 	bool block = poll && strcmp(poll, "block") == 0;
 	c->spin_ns = block ? 0 : env_u64("FLTRACE_SPIN_US", 100) * 1000;
 	const char *cores = getenv(FLTRACE_ENV_CORES);
@@ -155,13 +210,20 @@ void rt_start_process(void)
 	int fd = uffd_open(false, &rt.uffd_features);
 	if (fd < 0)
 		rt_die_uffd(fd);
-	rt.uffd = fd;
+	rt.uffd = rt_fd_own(fd);
 	fd = uffd_open(true, NULL);
 	if (fd < 0)
 		rt_die_uffd(fd);
-	rt.far_uffd = fd;
+	rt.far_uffd = rt_fd_own(fd);
 	if (farmem_register(rt.far_uffd) < 0)
 		rt_die("far memory", "cannot register the far store", "report this as a bug");
+	if (rt.cfg.files_all) {
+		fd = uffd_open_remap();
+		if (fd < 0)
+			rt_die("--files=all", "this kernel's userfaultfd lacks UFFD_FEATURE_EVENT_REMAP",
+			       "run without --files=all");
+		rt.loader_uffd = rt_fd_own(fd);
+	}
 	int err = trace_open();
 	if (err < 0)
 		rt_die("trace", strerror(-err), "check that the output directory is writable and has space");
@@ -174,7 +236,7 @@ void rt_start_process(void)
 		rt_die("runtime", "cannot start the handler threads", "check the process and thread limits (ulimit -u)");
 	rt_lock();
 	atomic_store(&rt.phase, RT_ON);
-	err = region_register_all(rt.uffd);
+	err = region_register_all(rt.uffd, rt.loader_uffd);
 	/* Pages touched before tracking began (jemalloc's start) may exceed -L: from now on, they
 	 * may not. The peak counts from here. */
 	evict_make_room(0);
@@ -182,6 +244,8 @@ void rt_start_process(void)
 	rt_unlock();
 	if (err < 0)
 		rt_die("userfaultfd", "cannot register the program's memory", "report this as a bug");
+	/* Faults can be served now: the loader's code and read-only data may become tracked too. */
+	loader_take_over(true);
 	maps_snapshot();
 }
 

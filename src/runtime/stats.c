@@ -1,6 +1,7 @@
 /* The stats file fltrace-data-stats-<pid>.out: one line a second (and one at exit) of
  * `<unix time>,name:value,...`, so a user can read the peak memory and pick -L for the next run. */
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -15,6 +16,7 @@ static struct {
 	_Atomic int stop;
 	bool started;
 	_Atomic int lock;
+	_Atomic int running;
 } st = { .fd = -1 };
 
 /* VmHWM / VmRSS from /proc/self/status, in bytes. */
@@ -105,6 +107,10 @@ void stats_write_line(void)
 	kv(&f, "file_maps", atomic_load(&s->file_maps));
 	kv(&f, "untracked_shared_file_bytes", atomic_load(&s->untracked_shared_file_bytes));
 	kv(&f, "untracked_shared_file_maps", atomic_load(&s->untracked_shared_file_maps));
+	kv(&f, "loader_file_bytes", atomic_load(&s->loader_file_bytes));
+	kv(&f, "loader_file_maps", atomic_load(&s->loader_file_maps));
+	kv(&f, "untracked_loader_file_bytes", atomic_load(&s->untracked_loader_file_bytes));
+	kv(&f, "untracked_loader_file_maps", atomic_load(&s->untracked_loader_file_maps));
 	kv(&f, "trace_bytes", trace_bytes());
 	kv(&f, "vm_hwm", hwm);
 	kv(&f, "vm_rss", rss);
@@ -121,6 +127,16 @@ void stats_write_line(void)
 static void *stats_main(void *arg)
 {
 	rt_tls_internal = 1;
+	/* This thread reads the program's heap (maps_snapshot walks the loader's link maps, which
+	 * dlopen allocated) and may fault there: such a fault is served without the stack signal, as
+	 * in our signal handler. Signalled, it would unwind while holding the loader's lock
+	 * (dl_iterate_phdr) and wait for libunwind's, which a program thread unwinding in our
+	 * handler holds while it waits for the loader's: python3 with 4 threads importing modules
+	 * at -L 2 hung so in 1 run of 4. */
+	struct rt_thread *self = threads_get(rt_gettid());
+	if (self)
+		atomic_store(&self->busy, 1);
+	atomic_store(&st.running, 1);
 	while (!atomic_load(&st.stop)) {
 		struct timespec ts = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
 		for (int i = 0; i < 10 && !atomic_load(&st.stop); i++)
@@ -145,16 +161,19 @@ int stats_start(void)
 	fmt_u64(&f, (uint64_t)rt.pid);
 	fmt_str(&f, ".out");
 	if (st.fd >= 0)
-		close(st.fd); /* a fork child's inherited copy of the parent's file */
-	st.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		rt_fd_close(st.fd); /* a fork child's inherited copy of the parent's file */
+	st.fd = rt_fd_own(open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
 	if (st.fd < 0)
 		return -1;
 	atomic_store(&st.stop, 0);
+	atomic_store(&st.running, 0);
 	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
-	int err = pthread_create(&st.thread, NULL, stats_main, NULL);
+	int err = rt_thread_create(&st.thread, stats_main, NULL);
 	rt_tls_internal--;
 	if (err != 0)
 		return -1;
+	while (!atomic_load(&st.running)) /* past glibc's thread start-up: see handler_start */
+		sched_yield();
 	st.started = true;
 	return 0;
 }

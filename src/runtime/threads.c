@@ -59,7 +59,7 @@ void threads_forget_all(void)
 		if (atomic_load(&table[i].tid) == 0)
 			continue;
 		if (table[i].procfd >= 0)
-			close(table[i].procfd);
+			rt_fd_close(table[i].procfd);
 		table[i].procfd = -1;
 		atomic_store(&table[i].state, REQ_IDLE);
 		atomic_store(&table[i].busy, 0);

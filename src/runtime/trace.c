@@ -158,7 +158,7 @@ static void trace_seal_previous(unsigned gen)
 
 int trace_open(void)
 {
-	tr.fd = trace_create_file();
+	tr.fd = rt_fd_own(trace_create_file());
 	if (tr.fd < 0)
 		return tr.fd;
 	if (rt.exec_gen > 0)
@@ -311,7 +311,7 @@ void trace_close_inherited(void)
 	if (tr.fd < 0)
 		return;
 	syscall(SYS_munmap, tr.base, TRACE_WINDOW);
-	close(tr.fd);
+	rt_fd_close(tr.fd);
 	rt_unmap(tr.stacks, STACK_TABLE_SIZE * sizeof(struct stack_entry));
 	tr.fd = -1;
 	tr.base = NULL;

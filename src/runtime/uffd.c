@@ -61,6 +61,20 @@ int uffd_open(bool sigbus, uint64_t *features_out)
 	return fd;
 }
 
+int uffd_open_remap(void)
+{
+	int fd = uffd_open_raw(O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return fd;
+	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_THREAD_ID | UFFD_FEATURE_EVENT_REMAP };
+	if (ioctl(fd, UFFDIO_API, &api) < 0 || !(api.features & UFFD_FEATURE_EVENT_REMAP)) {
+		int err = errno ? errno : ENOTSUP;
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
 int uffd_register(int fd, uintptr_t start, size_t len)
 {
 	struct uffdio_register reg = {
@@ -95,8 +109,9 @@ int uffd_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake)
 			c.copy = 0;
 			continue;
 		}
-		if (errno == EAGAIN)
-			continue;
+		/* EAGAIN with nothing copied: an mremap on this fd (rt.loader_uffd) waits for its event
+		 * to be read, maybe by this very thread; the caller wakes the faulting thread, which
+		 * faults again once the event is through. */
 		return -errno;
 	}
 }

@@ -1,6 +1,7 @@
 /* Small helpers of the runtime that must not allocate or touch program memory:
  * clocks, untracked memory, logging to stderr. */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -104,3 +105,12 @@ void rt_log(const char *msg)
 
 RT_DEFINE_SORT(rt_sort_u64, uint64_t)
 RT_DEFINE_SORT(rt_sort_u32, uint32_t)
+
+int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	uint64_t all = ~0ull, old;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, 8);
+	int err = pthread_create(t, NULL, fn, arg);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
+	return err;
+}
