@@ -312,14 +312,7 @@ static bool parse_vma_header(const char *line, const char *eol, struct vma *v)
 
 static size_t smaps_read(void)
 {
-	int fd = open("/proc/self/smaps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	size_t len = 0;
-	ssize_t n;
-	while (len < SMAPS_MAX - 1 && (n = rt_read(fd, lm.smaps + len, SMAPS_MAX - 1 - len)) > 0)
-		len += (size_t)n;
-	close(fd);
+	size_t len = rt_read_file("/proc/self/smaps", lm.smaps, SMAPS_MAX - 1);
 	lm.smaps[len] = '\0';
 	return len;
 }

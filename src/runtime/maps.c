@@ -47,15 +47,7 @@ static bool seen_insert(uint64_t h) /* true if new */
 
 static size_t maps_read(void)
 {
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	size_t len = 0;
-	ssize_t n;
-	while (len < MAPS_MAX && (n = rt_read(fd, mh.buf + len, MAPS_MAX - len)) > 0)
-		len += (size_t)n;
-	close(fd);
-	return len;
+	return rt_read_file("/proc/self/maps", mh.buf, MAPS_MAX);
 }
 
 static void maps_append_new_lines(const char *text, size_t len)

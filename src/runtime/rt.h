@@ -289,6 +289,7 @@ ssize_t rt_write_all(int fd, const void *buf, size_t len);
 ssize_t rt_read(int fd, void *buf, size_t n);
 ssize_t rt_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t rt_write(int fd, const void *buf, size_t n);
+size_t rt_read_file(const char *path, char *buf, size_t cap);
 void rt_sort_u64(uint64_t *v, size_t n);
 /* pthread_create for fltrace's own threads: they start with every signal blocked, so the program's
  * process-wide signals (SIGALRM, SIGCHLD...) never run its handlers on them - a handler that touched

@@ -1,6 +1,7 @@
 /* Small helpers of the runtime that must not allocate or touch program memory:
  * clocks, untracked memory, logging to stderr. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -113,4 +114,18 @@ int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
 	int err = pthread_create(t, NULL, fn, arg);
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
 	return err;
+}
+
+/* The whole of a (/proc) file, up to cap bytes, read with raw system calls; 0 if it cannot be opened. */
+size_t rt_read_file(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	size_t len = 0;
+	ssize_t n;
+	while (len < cap && (n = rt_read(fd, buf + len, cap - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	return len;
 }
