@@ -64,7 +64,7 @@ int filemap_open(int progfd)
 	int fd = filemap_own_fd(progfd);
 	if (fd < 0)
 		return fd;
-	rt_fd_own(fd);
+	fd = rt_fd_own(fd);
 	struct filemap_file *file = &fm.v[h];
 	char link[64];
 	struct fmt f;

@@ -274,7 +274,7 @@ int rt_real_sigaction(int sig, const struct sigaction *sa, struct sigaction *old
  * that closes every fd (close_range in a fork child before exec) must not close these, or its
  * memory is unregistered and reads zeros. The program's close/close_range/closefrom skip them;
  * the runtime closes them with rt_fd_close. (runtime.c) */
-int rt_fd_own(int fd);   /* returns fd */
+int rt_fd_own(int fd);   /* returns the fd to use from now on (moved up, out of the program's way) */
 bool rt_fd_owned(int fd);
 void rt_fd_close(int fd);
 

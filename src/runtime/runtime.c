@@ -1,6 +1,7 @@
 /* The runtime root: configuration from the environment, start-up inside the traced process,
  * fork and exit handling, and the one way to stop the program with a clear message. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,8 +19,19 @@ static bool early_done;
 #define RT_FDS_MAX 65536
 static _Atomic uint64_t owned_fds[RT_FDS_MAX / 64];
 
+/* fltrace's fds are moved up here, out of the way of a program that dup2()s onto small numbers
+ * (a shell's `3>file`), which would silently close them. */
+#define RT_FD_LOW 200
+
 int rt_fd_own(int fd)
 {
+	if (fd >= 0 && fd < RT_FD_LOW) {
+		int high = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, RT_FD_LOW);
+		if (high >= 0) { /* else (RLIMIT_NOFILE below it) it stays where it is */
+			syscall(SYS_close, fd);
+			fd = high;
+		}
+	}
 	if (fd >= 0 && fd < RT_FDS_MAX)
 		atomic_fetch_or(&owned_fds[fd / 64], 1ull << (fd % 64));
 	return fd;

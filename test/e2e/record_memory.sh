@@ -19,7 +19,7 @@ same_output fillscan_8_threads "$L8" "$PROGS/fillscan" 64 3 8 &&
 # (a new thread runs with every signal blocked until glibc's start-up code unblocks them: a fault it
 # takes there gets its stack unwound by the handler instead)
 same_output fillscan_2_handlers "$L8 -C 2" "$PROGS/fillscan" 48 2 4
-for mode in fork syscalls remap madvise signals; do
+for mode in fork syscalls remap madvise signals dup2; do
 	same_output "memops_$mode" "$L8" "$PROGS/memops" "$mode"
 done
 # kernel waits on evicted memory (futex, epoll_wait, O_DIRECT): fifo, so that the pages are really

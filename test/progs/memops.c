@@ -301,10 +301,35 @@ static int mode_exit(const char *how)
 	return 0;
 }
 
+/* A program that dup2()s onto small fd numbers (as a shell's `3>file` does) must not close
+ * fltrace's: evicted memory read back afterwards, then a fork child's too. */
+static int mode_dup2(void)
+{
+	size_t n = 32 * MB;
+	char *a = heap(n, 21), *junk = heap(n, 22);
+	int null = open("/dev/null", O_WRONLY);
+	for (int fd = 3; fd < 64; fd++)
+		if (fd != null)
+			dup2(null, fd);
+	scan(junk, n);
+	printf("after dup2: %016llx\n", (unsigned long long)checksum(a, n));
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		scan(junk, n);
+		printf("child: %016llx\n", (unsigned long long)checksum(a, n));
+		fflush(stdout);
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: memops fork|syscalls|remap|madvise|signals|waits|exit HOW\n");
+		fprintf(stderr, "usage: memops fork|syscalls|remap|madvise|signals|waits|dup2|exit HOW\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "fork"))
@@ -319,6 +344,8 @@ int main(int argc, char **argv)
 		return mode_signals();
 	if (!strcmp(argv[1], "waits"))
 		return mode_waits();
+	if (!strcmp(argv[1], "dup2"))
+		return mode_dup2();
 	if (!strcmp(argv[1], "exit") && argc > 2)
 		return mode_exit(argv[2]);
 	return 2;
