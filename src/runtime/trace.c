@@ -182,6 +182,8 @@ static bool trace_ensure(uint64_t end)
 {
 	if (end <= atomic_load_explicit(&tr.file_size, memory_order_acquire))
 		return true;
+	if (end > TRACE_WINDOW)
+		return false; /* full, or closed (trace_close): never grow the file for it */
 	spin_lock(&tr.grow_lock);
 	uint64_t size = atomic_load(&tr.file_size);
 	while (end > size && size + TRACE_GROW <= TRACE_WINDOW) {
@@ -299,6 +301,7 @@ void trace_close(void)
 		return;
 	/* Pushing the tail past the window makes every later reservation fail, so no writer can
 	 * store beyond the truncated end. */
+	tr.full = true;
 	uint64_t end = atomic_fetch_add(&tr.tail, TRACE_WINDOW);
 	if (end > atomic_load(&tr.file_size))
 		end = atomic_load(&tr.file_size);
