@@ -40,6 +40,8 @@ static uint64_t check_memtotal(void)
 	return (uint64_t)kb * 1024;
 }
 
+#define RECORD_MIN_LOCAL_PAGES 16
+
 int record_check_memory(const struct record_opts *o)
 {
 	uint64_t total = check_memtotal();
@@ -54,10 +56,15 @@ int record_check_memory(const struct record_opts *o)
 				 "(%.1f MB; far memory is emulated in local memory); give -M %llu or less",
 				 o->maxmem / CHECK_MB, total / CHECK_MB,
 				 (unsigned long long)(total >> 20));
-	if (page > 0 && o->localmem < (uint64_t)page)
-		return cli_error(CLI_EXIT_USAGE, "-L", "%llu bytes is less than one page (%ld bytes); "
-				 "give at least -L %ldK", (unsigned long long)o->localmem, page,
-				 page / 1024);
+	/* One instruction may need several pages resident at once (an access across a page boundary,
+	 * a string move's source and destination, a gather, its own code with --files=all): with fewer
+	 * local pages than that, each fault evicts a page the instruction still needs and it never
+	 * completes (seen: one write across two pages at -L 4K, 2.9 M faults in 2 minutes). */
+	if (page > 0 && o->localmem < (uint64_t)page * RECORD_MIN_LOCAL_PAGES)
+		return cli_error(CLI_EXIT_USAGE, "-L", "%llu bytes is less than %d pages (%ldK), the least "
+				 "fltrace needs: one instruction may need several pages at once; give at "
+				 "least -L %ldK", (unsigned long long)o->localmem, RECORD_MIN_LOCAL_PAGES,
+				 page * RECORD_MIN_LOCAL_PAGES / 1024, page * RECORD_MIN_LOCAL_PAGES / 1024);
 	return 0;
 }
 

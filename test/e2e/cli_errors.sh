@@ -30,7 +30,8 @@ expect_error M_above_memtotal 2 "-M: .* is more than this machine's memory.*-M $
 	"$FLTRACE" record -L 16 -M $((MEM_MB + 1)) -- true
 expect_error L_above_M 2 '-L: local memory \(128.0 MB\) is larger than -M \(64.0 MB\)' \
 	"$FLTRACE" record -L 128 -M 64 -- true
-expect_error L_below_page 2 '-L: 1024 bytes is less than one page' "$FLTRACE" record -L 1K -M 64 -- true
+expect_error L_below_page 2 '-L: 1024 bytes is less than 16 pages \(64K\)' "$FLTRACE" record -L 1K -M 64 -- true
+expect_error L_below_16_pages 2 '-L: 61440 bytes is less than 16 pages \(64K\), the least fltrace needs' "$FLTRACE" record -L 60K -M 64 -- true
 expect_error handlers_zero 2 "-C: '0' is zero; give the number of handler threads" \
 	"$FLTRACE" "${R[@]}" -C 0 -- true
 expect_error handlers_too_many 2 "-C: '65' is too large" "$FLTRACE" "${R[@]}" -C 65 -- true
