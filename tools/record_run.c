@@ -310,7 +310,7 @@ static ssize_t run_last_line(int fd, char *buf, size_t size, const char **line)
 
 struct run_totals {
 	unsigned files;
-	uint64_t faults, resident_peak, far_peak, untracked;
+	uint64_t faults, sampled_out, resident_peak, far_peak, untracked;
 };
 
 static void run_add_stats(int dfd, const char *name, struct run_totals *t)
@@ -330,6 +330,8 @@ static void run_add_stats(int dfd, const char *name, struct run_totals *t)
 		return;
 	if (statsline_get(line, (size_t)len, "faults", &v) == 0)
 		t->faults += v;
+	if (statsline_get(line, (size_t)len, "faults_sampled_out", &v) == 0)
+		t->sampled_out += v;
 	/* Peaks of different processes need not coincide: report the largest, not a sum. */
 	if (statsline_get(line, (size_t)len, "resident_peak_bytes", &v) == 0 && v > t->resident_peak)
 		t->resident_peak = v;
@@ -372,10 +374,14 @@ int record_summarize(const struct record_opts *o, int status)
 			  "keeps LD_PRELOAD in the environment of its processes", o->outdir);
 		return status ? status : CLI_EXIT_NOTRACE;
 	}
-	cli_note("recorded %llu faults in %u process%s (peak tracked resident %.1f MB, far %.1f MB); "
-		 "trace in %s; run 'fltrace report'%s", (unsigned long long)t.faults, t.files,
-		 t.files == 1 ? "" : "es", t.resident_peak / RUN_MB, t.far_peak / RUN_MB, o->outdir,
-		 run_is_cwd(o->outdir) ? "" : " there");
+	/* With -S, most faults are served without a record: say both numbers. */
+	char served[64] = "";
+	if (t.sampled_out)
+		snprintf(served, sizeof(served), " of %llu served (-S)", (unsigned long long)t.faults);
+	cli_note("recorded %llu faults%s in %u process%s (peak tracked resident %.1f MB, far %.1f MB); "
+		 "trace in %s; run 'fltrace report'%s", (unsigned long long)(t.faults - t.sampled_out),
+		 served, t.files, t.files == 1 ? "" : "es", t.resident_peak / RUN_MB, t.far_peak / RUN_MB,
+		 o->outdir, run_is_cwd(o->outdir) ? "" : " there");
 	/* A program whose memory is mostly static data, stacks or shared mappings faults little
 	 * under fltrace: say so rather than let a small count pass for the whole story. */
 	if (t.untracked > t.resident_peak && t.untracked > 8 * RUN_MB)

@@ -145,8 +145,12 @@ done
 
 # --- sampling: -S keeps the rate and counts what it left out ---
 dir=$TMP/sample; mkdir -p "$dir"
-"$FLTRACE" record -L 8 -M 512 -S 100 -o "$dir" -- "$PROGS/fillscan" 48 2 > /dev/null 2>&1
+summary=$("$FLTRACE" record -L 8 -M 512 -S 100 -o "$dir" -- "$PROGS/fillscan" 48 2 2>&1 > /dev/null)
 expect_stat sampling_counts_dropped "$dir" faults_sampled_out -gt 1000
+# the summary counts what the trace holds, and says how many were served
+in_trace=$("$FLTRACE" report -i "$dir" --top 1 2>/dev/null | sed -n 's/^pid [0-9]* ([^)]*): \([0-9]*\) faults.*/\1/p')
+said=$(sed -n 's/^fltrace: recorded \([0-9]*\) faults of [0-9]* served (-S).*/\1/p' <<<"$summary")
+expect_eq sampling_summary_counts_records "faults the summary says recorded" "${in_trace:-no report}" "${said:-no summary line}"
 
 # --- the policies: CLOCK keeps a hot set local that FIFO keeps evicting ---
 for pol in fifo clock; do
