@@ -2,9 +2,12 @@
  * in a buffer first so that a message is a single write and never interleaves with the child's. */
 #include "cli.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void cli_vline(const char *what, const char *fmt, va_list ap)
@@ -49,4 +52,24 @@ void cli_note(const char *fmt, ...)
 	va_start(ap, fmt);
 	cli_vline(NULL, fmt, ap);
 	va_end(ap);
+}
+
+/* mkdir -p: an output directory like runs/L140 may be new, and its parent too. */
+int cli_mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+		return -errno;
+	return 0;
 }

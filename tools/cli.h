@@ -18,4 +18,7 @@ int cli_error(int code, const char *what, const char *fmt, ...)
 /* Prints an informational line "fltrace: <fmt...>" on stderr. */
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* mkdir -p (an output directory like runs/L140 may be new, and its parent too); 0 or -errno. */
+int cli_mkdir_p(const char *path);
+
 #endif

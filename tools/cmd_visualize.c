@@ -70,7 +70,8 @@ static void vis_help(void)
 "\n"
 "options:\n"
 "  -i, --input <dir>     where the traces are (default: the current directory)\n"
-"  -o, --output <dir>    where the pictures go (default: the input directory)\n"
+"  -o, --output <dir>    where the pictures go (default: the input directory; created if\n"
+"                        missing)\n"
 "      --title <text>    title of the flamegraphs (default: the command and pid)\n"
 "      --width <px>      width of the pictures (default 1200)\n"
 "      --minwidth <px>   leave out flamegraph frames narrower than this (default 0.1)\n"
@@ -187,6 +188,9 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 				 "trace directory with -i <dir>", argv[optind]);
 	if (!env->outdir)
 		env->outdir = env->indir;
+	else if ((err = cli_mkdir_p(env->outdir)) < 0)
+		return cli_error(CLI_EXIT_FAIL, env->outdir, "cannot create the output directory (%s); "
+				 "give a writable directory with -o DIR", strerror(-err));
 	return 0;
 }
 

@@ -22,26 +22,6 @@
 #define RUN_TAIL_BYTES 65536 /* a stats line is far shorter; only the last one is read */
 #define RUN_MB (1024.0 * 1024.0)
 
-/* mkdir -p: an output directory like runs/L140 may be new, and its parent too. */
-static int run_mkdir_p(const char *path)
-{
-	char buf[PATH_MAX];
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* access(W_OK) says yes to root on a read-only file system or in /proc: create a file instead. */
 static int run_probe_writable(const char *dir)
 {
@@ -63,7 +43,7 @@ int record_prepare_outdir(struct record_opts *o)
 {
 	const char *dir = o->outdir_arg;
 	struct stat st;
-	int err = run_mkdir_p(dir);
+	int err = cli_mkdir_p(dir);
 
 	if (!err && stat(dir, &st) != 0)
 		err = -errno;

@@ -113,4 +113,9 @@ expect_error visualize_bad_width 2 '--width 10:' "$FLTRACE" visualize -i "$RUN" 
 expect_error visualize_bad_minwidth 2 '--minwidth x:' "$FLTRACE" visualize -i "$RUN" --minwidth x
 expect_error visualize_unknown_option 2 '--bogus: unknown option' "$FLTRACE" visualize --bogus
 expect_error visualize_stray_argument 2 'extra: unexpected argument' "$FLTRACE" visualize extra
-expect_error visualize_unwritable_output 1 'cannot write .*; check that -o' "$FLTRACE" visualize -i "$RUN" -o "$TMP/nope/deeper"
+expect_error visualize_unwritable_output 1 'cannot create the output directory .*; give a writable directory with -o' \
+	"$FLTRACE" visualize -i "$RUN" -o /proc/nope/deeper
+# like record -o, a new output directory (and its parents) is created
+"$FLTRACE" visualize -i "$RUN" -o "$TMP/new/deeper" > /dev/null 2>&1
+n=$(ls "$TMP/new/deeper"/*.svg 2>/dev/null | wc -l)
+if [ "$n" -ge 1 ]; then pass visualize_creates_output_dir; else fail visualize_creates_output_dir "no SVG in a new -o directory"; fi
