@@ -423,6 +423,33 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
 	return err;
 }
 
+/* A fault reported again and again on a page fltrace has in place (or no longer tracks) never
+ * ends: the program would spin in it forever, so it is stopped with a message. Another thread's
+ * fault on the same page is served as a duplicate a few times at most. */
+#define DUP_STORM 100000
+static __thread uintptr_t tls_dup_addr;
+static __thread uint64_t tls_dup_count;
+
+static void handler_check_dup_storm(uintptr_t addr, bool tracked)
+{
+	if (addr != tls_dup_addr) {
+		tls_dup_addr = addr;
+		tls_dup_count = 0;
+	}
+	if (++tls_dup_count < DUP_STORM)
+		return;
+	char why[200];
+	struct fmt f;
+	fmt_init(&f, why, sizeof(why));
+	fmt_str(&f, "the kernel reported the fault at 0x");
+	fmt_hex(&f, addr);
+	fmt_str(&f, tracked ? " 100000 times though fltrace has its page in place (emptied behind its "
+			      "back: a raw madvise or munmap system call?)" :
+			      " 100000 times though fltrace no longer tracks that address");
+	rt_die("handler", why, "make such calls through libc, or report this as a bug of fltrace with "
+	       "the command that was traced");
+}
+
 /* Brings the page in; returns false if there was nothing to serve (already present, or no longer
  * ours). A served thread is left asleep: the caller wakes it once the fault is noted. */
 static bool fault_serve(struct rt_thread *t, uintptr_t addr)
@@ -434,8 +461,10 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr)
 	if (!pg || pg_state(*pg) == PAGE_PRESENT) {
 		uffd_wake(fd, addr, rt.page_size);
 		atomic_fetch_add(&rt.stats.faults_dup, 1);
+		handler_check_dup_storm(addr, pg != NULL);
 		return false;
 	}
+	tls_dup_count = 0;
 	if (evict_make_room(1) == -ENOSPC)
 		handler_die_maxmem();
 	int err = fault_bring_in(fd, addr, pg, false, &t->kind, &t->region);

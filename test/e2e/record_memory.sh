@@ -143,6 +143,12 @@ for how in _exit abort segv kill thread; do
 	fi
 done
 
+# --- memory emptied behind fltrace's back (a raw madvise): stopped with a message, never a hang ---
+err=$(timeout 60 "$FLTRACE" record -L 8 -M 64 -o "$TMP/rawzap" -- "$PROGS/memops" rawzap 2>&1 >/dev/null)
+rc=$?
+expect_eq raw_madvise_stops_with_message "exit status and message" \
+	"125 fault at 0x" "$rc $(grep -o 'fault at 0x' <<<"$err" | head -1)"
+
 # --- sampling: -S keeps the rate and counts what it left out ---
 dir=$TMP/sample; mkdir -p "$dir"
 summary=$("$FLTRACE" record -L 8 -M 512 -S 100 -o "$dir" -- "$PROGS/fillscan" 48 2 2>&1 > /dev/null)

@@ -326,6 +326,18 @@ static int mode_dup2(void)
 	return 0;
 }
 
+/* Memory emptied behind fltrace's back (a raw madvise system call, not the interposed function):
+ * its bookkeeping says the page is there, the kernel keeps reporting the fault. fltrace must stop
+ * the program with a message, never spin forever. */
+static int mode_rawzap(void)
+{
+	char *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p[0] = 1;
+	syscall(SYS_madvise, p, 4096, MADV_DONTNEED);
+	printf("read back %d\n", p[0]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -346,6 +358,8 @@ int main(int argc, char **argv)
 		return mode_waits();
 	if (!strcmp(argv[1], "dup2"))
 		return mode_dup2();
+	if (!strcmp(argv[1], "rawzap"))
+		return mode_rawzap();
 	if (!strcmp(argv[1], "exit") && argc > 2)
 		return mode_exit(argv[2]);
 	return 2;
