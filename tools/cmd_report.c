@@ -318,6 +318,7 @@ static int report_close(FILE *f, const char *path)
 	if (fclose(f) || bad)
 		return cli_error(CLI_EXIT_FAIL, "report", "writing %s failed: %s; free some space "
 				 "and run again", path, strerror(errno ? errno : EIO));
+	printf("%s\n", path); /* what was written, as visualize says it */
 	return 0;
 }
 

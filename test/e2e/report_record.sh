@@ -12,6 +12,8 @@ D=$TMP/rec; mkdir -p "$D"
 if ! ( cd "$D" && timeout 120 "$FLTRACE" record -L 8 -M 256 -- "$PROGS/fillscan" 64 3 > /dev/null 2>&1 ); then
 	fail report_record "record failed"; exit 0; fi
 ( cd "$D" && "$FLTRACE" report > "$TMP/out" 2>&1 ) || { fail report_record "report failed: $(cat "$TMP/out")"; exit 0; }
+# it says what it wrote, one path a line
+expect_eq report_says_what_it_wrote "report's output" "$(cd "$D" && ls fltrace-data-report-*.out | sed 's|^|./|')" "$(grep 'fltrace-data-report-' "$TMP/out")"
 got=$(python3 - "$D" <<'PY'
 import csv, glob, sys
 f = glob.glob(sys.argv[1] + "/fltrace-data-report-*.out")[0]
