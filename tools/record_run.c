@@ -13,6 +13,7 @@
 
 #include <fltrace/statsline.h>
 
+#include "../src/analysis/analysis.h"
 #include "cli.h"
 #include "record.h"
 
@@ -337,6 +338,30 @@ static bool run_is_cwd(const char *dir)
 	return getcwd(cwd, sizeof(cwd)) && realpath(cwd, real) && !strcmp(real, dir);
 }
 
+/* The fault records the traces hold: exact even when a process died by a signal before its last
+ * stats line (stats are written once a second and at a normal exit). -1 if none could be read. */
+static int64_t run_count_recorded(const char *dir)
+{
+	struct trace_list l;
+	int64_t n = -1;
+	char err[256];
+
+	if (trace_list_dir(dir, &l) < 0)
+		return -1;
+	for (size_t i = 0; i < l.n; i++) {
+		struct trace *t;
+		if (trace_open(l.v[i].path, &t, err, sizeof(err)) < 0)
+			continue;
+		if (n < 0)
+			n = 0;
+		for (const struct ft_rec_hdr *h; (h = trace_next(t));)
+			n += h->type == FT_REC_FAULT;
+		trace_close(t);
+	}
+	trace_list_free(&l);
+	return n;
+}
+
 int record_summarize(const struct record_opts *o, int status)
 {
 	struct run_totals t = { 0 };
@@ -358,8 +383,10 @@ int record_summarize(const struct record_opts *o, int status)
 	char served[64] = "";
 	if (t.sampled_out)
 		snprintf(served, sizeof(served), " of %llu served (-S)", (unsigned long long)t.faults);
+	int64_t recorded = run_count_recorded(o->outdir);
 	cli_note("recorded %llu faults%s in %u process%s (peak tracked resident %.1f MB, far %.1f MB); "
-		 "trace in %s; run 'fltrace report'%s", (unsigned long long)(t.faults - t.sampled_out),
+		 "trace in %s; run 'fltrace report'%s",
+		 (unsigned long long)(recorded >= 0 ? (uint64_t)recorded : t.faults - t.sampled_out),
 		 served, t.files, t.files == 1 ? "" : "es", t.resident_peak / RUN_MB, t.far_peak / RUN_MB,
 		 o->outdir, run_is_cwd(o->outdir) ? "" : " there");
 	/* A program whose memory is mostly static data, stacks or shared mappings faults little
