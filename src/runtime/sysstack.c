@@ -292,7 +292,6 @@ static unw_accessors_t accessors = {
 
 /* ---- the unwind ---- */
 
-
 /* Frames as unwound, fltrace's own included, with where each return address was read from. */
 struct frames {
 	unsigned n;
