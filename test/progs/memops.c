@@ -338,29 +338,22 @@ static int mode_rawzap(void)
 	return 0;
 }
 
+static const struct {
+	const char *name;
+	int (*run)(void);
+} modes[] = {
+	{ "fork", mode_fork },     { "syscalls", mode_syscalls }, { "remap", mode_remap },
+	{ "madvise", mode_madvise }, { "signals", mode_signals }, { "waits", mode_waits },
+	{ "dup2", mode_dup2 },     { "rawzap", mode_rawzap },
+};
+
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		fprintf(stderr, "usage: memops fork|syscalls|remap|madvise|signals|waits|dup2|exit HOW\n");
-		return 2;
-	}
-	if (!strcmp(argv[1], "fork"))
-		return mode_fork();
-	if (!strcmp(argv[1], "syscalls"))
-		return mode_syscalls();
-	if (!strcmp(argv[1], "remap"))
-		return mode_remap();
-	if (!strcmp(argv[1], "madvise"))
-		return mode_madvise();
-	if (!strcmp(argv[1], "signals"))
-		return mode_signals();
-	if (!strcmp(argv[1], "waits"))
-		return mode_waits();
-	if (!strcmp(argv[1], "dup2"))
-		return mode_dup2();
-	if (!strcmp(argv[1], "rawzap"))
-		return mode_rawzap();
-	if (!strcmp(argv[1], "exit") && argc > 2)
+	if (argc > 2 && !strcmp(argv[1], "exit"))
 		return mode_exit(argv[2]);
+	for (size_t i = 0; argc > 1 && i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (!strcmp(argv[1], modes[i].name))
+			return modes[i].run();
+	fprintf(stderr, "usage: memops fork|syscalls|remap|madvise|signals|waits|dup2|rawzap|exit HOW\n");
 	return 2;
 }
