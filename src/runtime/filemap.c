@@ -53,6 +53,21 @@ static int filemap_free_slot(void)
 	return -ENFILE;
 }
 
+/* Slot h takes over our fd of the file at `path` (n bytes, its name as /proc shows it). */
+static int filemap_fill(int h, const char *path, size_t n, int fd, const struct stat *st)
+{
+	struct filemap_file *file = &fm.v[h];
+	memcpy(file->path, path, n);
+	file->path[n] = '\0';
+	file->path_len = (uint32_t)n + 1;
+	file->fd = rt_fd_own(fd);
+	file->size = (uint64_t)st->st_size;
+	file->dev = (uint64_t)st->st_dev;
+	file->ino = (uint64_t)st->st_ino;
+	file->refs = 1;
+	return h;
+}
+
 int filemap_open(int progfd)
 {
 	int h = filemap_free_slot();
@@ -64,24 +79,13 @@ int filemap_open(int progfd)
 	int fd = filemap_own_fd(progfd);
 	if (fd < 0)
 		return fd;
-	fd = rt_fd_own(fd);
-	struct filemap_file *file = &fm.v[h];
-	char link[64];
+	char link[64], path[PATH_MAX];
 	struct fmt f;
 	fmt_init(&f, link, sizeof(link));
 	fmt_str(&f, "/proc/self/fd/");
 	fmt_u64(&f, (uint64_t)progfd);
-	ssize_t n = readlink(link, file->path, sizeof(file->path) - 1);
-	if (n < 0)
-		n = 0;
-	file->path[n] = '\0';
-	file->path_len = (uint32_t)n + 1;
-	file->fd = fd;
-	file->size = (uint64_t)st.st_size;
-	file->dev = (uint64_t)st.st_dev;
-	file->ino = (uint64_t)st.st_ino;
-	file->refs = 1;
-	return h;
+	ssize_t n = readlink(link, path, sizeof(path) - 1);
+	return filemap_fill(h, path, n < 0 ? 0 : (size_t)n, fd, &st);
 }
 
 /* The loader's files are opened again by path; a file replaced since it was mapped (a rebuilt
@@ -108,15 +112,7 @@ int filemap_open_path(const char *path, uint64_t dev, uint64_t ino)
 		close(fd);
 		return -ESTALE;
 	}
-	struct filemap_file *file = &fm.v[h];
-	memcpy(file->path, path, n + 1);
-	file->path_len = (uint32_t)n + 1;
-	file->fd = rt_fd_own(fd);
-	file->size = (uint64_t)st.st_size;
-	file->dev = dev;
-	file->ino = ino;
-	file->refs = 1;
-	return h;
+	return filemap_fill(h, path, n, fd, &st);
 }
 
 void filemap_ident(int file, const char **path, uint64_t *dev, uint64_t *ino)
