@@ -51,6 +51,9 @@ const struct report_writer *report_writers(size_t *n);
 int report_write_csv(FILE *out, const struct report_view *v);
 int report_write_top(FILE *out, const struct report_view *v);
 int report_write_folded(FILE *out, const struct report_view *v);
+int report_write_pprof(FILE *out, const struct report_view *v);
+int report_write_speedscope(FILE *out, const struct report_view *v);
+int report_write_perf_script(FILE *out, const struct report_view *v);
 int report_raw_begin(FILE *out, void **state);
 int report_raw_fault(void *state, FILE *out, const struct trace *t, const struct ft_fault *f,
 		     const struct ft_stack *st, const struct ft_region *rg);

@@ -11,6 +11,14 @@ static const struct report_writer writers[] = {
 	  .write = report_write_top },
 	{ .name = "folded", .summary = "folded stacks on stdout (flamegraph.pl, inferno)",
 	  .merge_always = true, .write = report_write_folded },
+	{ .name = "pprof", .summary = "gzipped profile.proto per process (pprof, go tool pprof)",
+	  .stem = "report", .ext = "pb.gz", .binary = true, .write = report_write_pprof },
+	{ .name = "speedscope", .summary = "speedscope's JSON file format per process: faults and "
+	  "service time", .stem = "report", .ext = "speedscope.json",
+	  .write = report_write_speedscope },
+	{ .name = "perf-script", .summary = "perf script's text per process, a sample per page "
+	  "(stackcollapse-perf.pl, Firefox Profiler)", .stem = "report", .ext = "perf.txt",
+	  .write = report_write_perf_script },
 	{ .name = "raw", .summary = "one row per fault, per trace file (fltrace-data-faults-*)",
 	  .stem = "faults", .ext = "out", .per_gen = true, .begin = report_raw_begin,
 	  .fault = report_raw_fault, .end = report_raw_end },

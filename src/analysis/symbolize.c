@@ -636,6 +636,11 @@ const struct sym_frame *sym_frame(const struct symbolizer *s, int64_t id)
 	return id >= 0 && (size_t)id < s->nfr ? &s->fr[id].pub : NULL;
 }
 
+size_t sym_nr_frames(const struct symbolizer *s)
+{
+	return s->nfr;
+}
+
 /* ------------------------------------------------------------------ addr2line */
 
 /* Run addr2line on path with the addresses in a temporary file as its stdin: it reads them at
