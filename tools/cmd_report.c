@@ -38,6 +38,9 @@ static const char report_usage[] =
 "      --files           also write fltrace-data-files-<pid>.out: file-backed faults per\n"
 "                        file offset range, with the order the ranges were read in\n"
 "      --raw             also write fltrace-data-faults-<pid>-<gen>.out: one row per fault\n"
+"      --diff A B        compare two recordings (trace directories): faults per callsite in\n"
+"                        each and the change, biggest change first, to fltrace-data-diff.out\n"
+"                        (or -o FILE); with --top N a table, with --folded 'stack A B' lines\n"
 "  -h, --help            this text\n"
 "\n"
 "formats (--format NAME):\n"
@@ -49,7 +52,9 @@ static const char report_usage[] =
 "  fltrace report --by line --kind refetch # which lines re-fetch evicted pages\n"
 "  fltrace report --folded -o f.folded && flamegraph.pl f.folded > f.svg\n"
 "  fltrace report --kind file --files      # which parts of which files were read, in order\n"
-"  fltrace report --time 10:20 --access write --merge\n";
+"  fltrace report --time 10:20 --access write --merge\n"
+"  fltrace report --format pprof && pprof -top fltrace-data-report-<pid>.pb.gz\n"
+"  fltrace report --diff L64 L32 --kind refetch --top 10 # what re-fetches more at -L 32\n";
 
 /* The usage text with the formats of the writers table. */
 static void report_help(void)
@@ -73,6 +78,7 @@ struct report_env {
 	long pid;
 	long top;
 	bool merge;
+	const char *diff_a, *diff_b;            /* --diff A B */
 	const struct report_writer *fmt;        /* the grouped output */
 	const struct report_writer *per_fault[2]; /* --raw, --files */
 	size_t nper_fault;
@@ -167,7 +173,7 @@ static long report_parse_long(const char *s, long min)
 }
 
 enum { OPT_BY = 256, OPT_KIND, OPT_ACCESS, OPT_PID, OPT_TIME, OPT_TOP, OPT_FOLDED, OPT_MERGE,
-       OPT_FILES, OPT_RAW, OPT_FORMAT };
+       OPT_FILES, OPT_RAW, OPT_FORMAT, OPT_DIFF };
 
 /* --raw and --files add a per-fault writer to the grouped output. */
 static void report_add_per_fault(struct report_env *env, const char *name)
@@ -214,6 +220,7 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 		{ "files", no_argument, NULL, OPT_FILES },
 		{ "raw", no_argument, NULL, OPT_RAW },
 		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "diff", required_argument, NULL, OPT_DIFF },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *const kinds[] = { "zero", "refetch", "file", "wp", "syscall" };
@@ -270,6 +277,7 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 		case OPT_MERGE: env->merge = true; break;
 		case OPT_FILES: report_add_per_fault(env, "files"); break;
 		case OPT_RAW: report_add_per_fault(env, "raw"); break;
+		case OPT_DIFF: env->diff_a = optarg; break;
 		case OPT_FORMAT:
 			if ((c = report_set_format(env, optarg)) >= 0)
 				return c;
@@ -282,13 +290,26 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 					 "'fltrace report --help'", argv[optind - 1]);
 		}
 	}
+	if (env->diff_a) {
+		if (optind >= argc)
+			return cli_error(CLI_EXIT_USAGE, "report", "--diff needs two trace "
+					 "directories; give --diff A B");
+		env->diff_b = argv[optind++];
+		if (!env->fmt || !env->fmt->write_diff)
+			return cli_error(CLI_EXIT_USAGE, "report", "--diff writes csv, top or folded, "
+					 "not %s; leave out --format or pick one of those",
+					 env->fmt ? env->fmt->name : "per-fault views");
+		if (env->nper_fault)
+			return cli_error(CLI_EXIT_USAGE, "report", "--raw and --files describe one "
+					 "run; leave them out with --diff");
+	}
 	if (optind < argc)
 		return cli_error(CLI_EXIT_USAGE, "report", "unexpected argument '%s'; the trace "
 				 "directory is given with -i DIR", argv[optind]);
 	if (env->output && !env->fmt)
 		return cli_error(CLI_EXIT_USAGE, "report", "-o goes with a grouped format; the "
 				 "per-fault files are written next to the traces");
-	if (env->fmt && !env->fmt->ext)
+	if (env->fmt && !env->fmt->ext && !env->diff_a)
 		env->nper_fault = 0; /* a terminal view: no files beside it, as before */
 	if (env->fmt && env->fmt->write == report_write_top && !env->top)
 		env->top = 20;
@@ -442,6 +463,96 @@ static int report_emit(const struct report_env *env, const struct report_view *v
 	}
 	return report_close(o, path);
 }
+/* ------------------------------------------------------------------ --diff A B */
+
+/* Load the processes of dir (filtered as asked) into procs, counting them in *n; registers their
+ * frames with sym. Returns 0 or the exit status. */
+static int report_diff_load(const struct report_env *env, const char *dir,
+			    struct symbolizer *sym, struct an_process ***procs, size_t *n)
+{
+	struct trace_list list = { 0 };
+	char err[512];
+	int ret = trace_list_dir(dir, &list), status = 0;
+
+	if (ret)
+		return cli_error(CLI_EXIT_FAIL, "report", "cannot read %s: %s; give two directories "
+				 "of recordings to --diff", dir, strerror(-ret));
+	*procs = calloc(list.n + 1, sizeof(**procs));
+	if (!*procs) {
+		trace_list_free(&list);
+		return cli_error(CLI_EXIT_FAIL, "report", "out of memory");
+	}
+	for (size_t i = 0; i < list.n && !status; i++) {
+		if (env->pid >= 0 && list.v[i].pid != (uint32_t)env->pid)
+			continue;
+		report_progress(env, "reading %s", list.v[i].path);
+		ret = an_process_load(list.v[i].path, &env->filter, NULL, NULL, &(*procs)[*n], err,
+				      sizeof(err));
+		if (ret) {
+			status = cli_error(CLI_EXIT_FAIL, "report", "%s", err);
+			break;
+		}
+		if ((ret = agg_symbolize((*procs)[*n]->rows, sym, (*procs)[*n]->maps))) {
+			an_process_free((*procs)[*n]);
+			status = cli_error(CLI_EXIT_FAIL, "report", "out of memory");
+			break;
+		}
+		(*n)++;
+	}
+	if (!status && !*n)
+		status = cli_error(CLI_EXIT_FAIL, "report", "no trace in %s; give the output "
+				   "directory of a 'fltrace record' run to --diff", dir);
+	trace_list_free(&list);
+	return status;
+}
+
+static int report_diff(struct report_env *env)
+{
+	const char *dirs[2] = { env->diff_a, env->diff_b };
+	struct an_process **procs[2] = { NULL, NULL };
+	size_t n[2] = { 0, 0 };
+	struct symbolizer *sym = sym_new();
+	struct diff_table *d = diff_new();
+	int status = sym && d ? 0 : cli_error(CLI_EXIT_FAIL, "report", "out of memory"), ret;
+
+	for (int side = 0; side < 2 && !status; side++)
+		status = report_diff_load(env, dirs[side], sym, &procs[side], &n[side]);
+	if (!status && (ret = sym_resolve(sym)))
+		status = cli_error(CLI_EXIT_FAIL, "report", "symbolization failed: %s",
+				   strerror(-ret));
+	for (int side = 0; side < 2 && !status; side++)
+		for (size_t i = 0; i < n[side] && !status; i++)
+			if (diff_add(d, side, procs[side][i]->rows, sym, env->by))
+				status = cli_error(CLI_EXIT_FAIL, "report", "out of memory");
+	report_progress_end(env);
+	if (!status) {
+		struct report_diff_view v = { .diff = d, .a = dirs[0], .b = dirs[1],
+					      .top = env->top ? env->top : 20 };
+		const char *out = env->output ? env->output :
+			env->fmt->ext ? "fltrace-data-diff.out" : "-";
+		char path[4096];
+		FILE *o = strcmp(out, "-") ? report_create(NULL, out, path, sizeof(path)) : stdout;
+
+		if (!o)
+			status = CLI_EXIT_FAIL;
+		else if (env->fmt->write_diff(o, &v))
+			status = cli_error(CLI_EXIT_FAIL, "report", "writing %s failed", out);
+		if (o && o != stdout && report_close(o, path))
+			status = CLI_EXIT_FAIL;
+		if (fflush(stdout) || ferror(stdout))
+			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
+					   strerror(errno));
+	}
+	for (int side = 0; side < 2; side++) {
+		for (size_t i = 0; i < n[side]; i++)
+			an_process_free(procs[side][i]);
+		free(procs[side]);
+	}
+	diff_free(d);
+	sym_free(sym);
+	return status;
+}
+
 /* ------------------------------------------------------------------ main */
 
 int cmd_report(int argc, char **argv)
@@ -460,6 +571,8 @@ int cmd_report(int argc, char **argv)
 		return ret;
 	clock_gettime(CLOCK_MONOTONIC, &env.t0);
 	env.progress = isatty(STDERR_FILENO);
+	if (env.diff_a)
+		return report_diff(&env);
 
 	ret = trace_list_dir(env.dir, &list);
 	if (ret)

@@ -233,6 +233,25 @@ void csv_put(FILE *out, const char *s);
  * outermost first into separate frames joined by ';'. */
 void folded_put_frame(FILE *out, const struct sym_frame *fr);
 
+/* ---------------------------------------------------------------- two runs compared (diff.c)
+ * Rows of run A (side 0) and run B (side 1), keyed by symbolized callsite text so that load
+ * addresses and pids do not matter; kinds and accesses are summed (filter with agg_filter). */
+struct diff_row {
+	const char *callsite; /* folded stack, root first (or the leaf frame / function) */
+	const char *func, *code, *lib; /* the leaf frame */
+	uint64_t a, b;        /* pages faulted in run A and run B */
+};
+struct diff_table;
+struct diff_table *diff_new(void);
+void diff_free(struct diff_table *d);
+/* Add the rows of a symbolized table (from s) as side 0 (A) or 1 (B), grouped by view. */
+int diff_add(struct diff_table *d, int side, struct agg_table *t, const struct symbolizer *s,
+	     enum agg_by by);
+/* Rows sorted by the size of the change, biggest first (then B's count, then callsite). The
+ * symbolizer of diff_add must live as long as the rows are used. */
+size_t diff_rows(struct diff_table *d, struct diff_row ***rows);
+void diff_totals(const struct diff_table *d, uint64_t *a, uint64_t *b);
+
 /* ---------------------------------------------------------------- interning (intern.c)
  * Distinct strings with dense ids in the order first seen. Zero-initialise, intern_free at the
  * end. */

@@ -23,6 +23,13 @@ struct report_view {
 	long top;             /* rows shown by the top writer */
 };
 
+/* What a --diff writer gets: the callsites of two runs. */
+struct report_diff_view {
+	struct diff_table *diff;
+	const char *a, *b;    /* the two trace directories */
+	long top;
+};
+
 struct report_writer {
 	const char *name;     /* the --format value */
 	const char *summary;  /* one line of --help */
@@ -33,6 +40,8 @@ struct report_writer {
 	bool binary;          /* refuses a terminal */
 	/* Grouped-rows writers: called once per output. 0, -ENOMEM or -EIO. */
 	int (*write)(FILE *out, const struct report_view *v);
+	/* --diff A B: the compared callsites (NULL: the format has no diff form). */
+	int (*write_diff)(FILE *out, const struct report_diff_view *v);
 	/* Per-fault writers see every kept fault of one trace as it is read (one file per trace
 	 * generation when per_gen): begin, fault..., end. end also frees the state. */
 	bool per_gen;
@@ -54,6 +63,9 @@ int report_write_folded(FILE *out, const struct report_view *v);
 int report_write_pprof(FILE *out, const struct report_view *v);
 int report_write_speedscope(FILE *out, const struct report_view *v);
 int report_write_perf_script(FILE *out, const struct report_view *v);
+int report_diff_csv(FILE *out, const struct report_diff_view *v);
+int report_diff_top(FILE *out, const struct report_diff_view *v);
+int report_diff_folded(FILE *out, const struct report_diff_view *v);
 int report_raw_begin(FILE *out, void **state);
 int report_raw_fault(void *state, FILE *out, const struct trace *t, const struct ft_fault *f,
 		     const struct ft_stack *st, const struct ft_region *rg);

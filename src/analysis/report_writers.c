@@ -6,11 +6,12 @@
 
 static const struct report_writer writers[] = {
 	{ .name = "csv", .summary = "callsite CSV per process (the default), formats.md columns",
-	  .stem = "report", .ext = "out", .write = report_write_csv },
+	  .stem = "report", .ext = "out", .write = report_write_csv,
+	  .write_diff = report_diff_csv },
 	{ .name = "top", .summary = "the biggest rows as a table on stdout (--top N sets N)",
-	  .write = report_write_top },
+	  .write = report_write_top, .write_diff = report_diff_top },
 	{ .name = "folded", .summary = "folded stacks on stdout (flamegraph.pl, inferno)",
-	  .merge_always = true, .write = report_write_folded },
+	  .merge_always = true, .write = report_write_folded, .write_diff = report_diff_folded },
 	{ .name = "pprof", .summary = "gzipped profile.proto per process (pprof, go tool pprof)",
 	  .stem = "report", .ext = "pb.gz", .binary = true, .write = report_write_pprof },
 	{ .name = "speedscope", .summary = "speedscope's JSON file format per process: faults and "

@@ -86,6 +86,8 @@ static void synth_sites_get(struct synth_sites *s)
 	}
 }
 
+static int synth_nrefetch = 3;
+
 /* Write the standard synthetic trace of this process; the dlopen'd libm stays loaded until the
  * maps snapshot is taken. Stacks: 0 = leaf<-b<-c, 1 = getpid<-c, 2 = b<-c (syscall), 3 = cos. */
 static int synth_write_std(const char *dir, const struct synth_sites *s, uint32_t pid,
@@ -115,8 +117,8 @@ static int synth_write_std(const char *dir, const struct synth_sites *s, uint32_
 		synth_fault(f, &(struct synth_fault){ .t_ns = 1000000000ull + i, .addr = 0x20000000 +
 			    i * 4096, .ip = s->leaf, .stack_id = 0, .latency_ns = 1000 * (i + 1),
 			    .flags = FT_FLAG_WRITE | FT_FLAG_ZERO, .kind = FT_KIND_ZERO });
-	/* 3 re-fetch reads at leaf. */
-	for (int i = 0; i < 3; i++)
+	/* 3 re-fetch reads at leaf (another number for the --diff tests). */
+	for (int i = 0; i < synth_nrefetch; i++)
 		synth_fault(f, &(struct synth_fault){ .t_ns = 2000000000ull + i, .addr = 0x20000000,
 			    .ip = s->leaf, .stack_id = 0, .latency_ns = 10000,
 			    .kind = FT_KIND_REFETCH });
@@ -612,12 +614,17 @@ static const struct {
 	{ "regroup_by_line_function", t_regroup_by_line },
 };
 
-/* --write DIR [PID] [bad-build-id]: the e2e tests' trace, answers on stdout as key=value. */
+/* --write DIR [PID] [bad-build-id | refetch=N]: the e2e tests' trace, answers on stdout as
+ * key=value; refetch=N writes N re-fetch reads at the leaf instead of 3. */
 static int synth_main_write(int argc, char **argv)
 {
 	static const uint8_t bad[20] = { 0xde, 0xad, 0xbe, 0xef };
 	uint32_t pid = argc > 3 ? (uint32_t)atoi(argv[3]) : 1000;
-	int ret = synth_write_std(argv[2], &sites, pid, FT_VERSION,
+	int ret;
+
+	if (argc > 4 && !strncmp(argv[4], "refetch=", 8))
+		synth_nrefetch = atoi(argv[4] + 8);
+	ret = synth_write_std(argv[2], &sites, pid, FT_VERSION,
 				  argc > 4 && !strcmp(argv[4], "bad-build-id") ? bad : NULL);
 	char libc[PATH_MAX], libm[PATH_MAX];
 
