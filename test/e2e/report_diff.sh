@@ -51,3 +51,32 @@ expect_error diff_format 2 "--diff writes csv, top or folded, not pprof" \
 	"$FLTRACE" report --diff "$A" "$B" --format pprof
 mkdir -p "$TMP/none"
 expect_error diff_missing 1 "no trace in $TMP/none" "$FLTRACE" report --diff "$A" "$TMP/none"
+
+# ---- visualize --diff: widths from B, red grew, blue shrank, grey unchanged
+# frame NAME SVG: "<tooltip>|<fill>" of the frame whose tooltip starts with NAME
+frame() { python3 - "$@" <<'PYEOF'
+import re, sys, html
+svg = open(sys.argv[2]).read()
+for m in re.finditer(r'<title>(.*?)</title><rect [^>]*fill="(rgb\([0-9,]+\))"', svg):
+    t = html.unescape(m.group(1))
+    if t.startswith(sys.argv[1]):
+        print(t.replace("\n", " / ") + "|" + m.group(2))
+        break
+PYEOF
+}
+"$FLTRACE" visualize --diff "$A" "$B" -o "$TMP/vis" > "$TMP/out" 2>&1
+S=$TMP/vis/fltrace-data-flamegraph-diff.svg
+expect_eq vis_diff_written "file named" "$S" "$(cat "$TMP/out")"
+if command -v xmllint >/dev/null; then
+	if xmllint --noout "$S" 2>/dev/null; then pass vis_diff_xml; else fail vis_diff_xml "not well-formed"; fi
+fi
+expect_eq vis_diff_grew "re-fetch leaf 3 -> 10: red, the deepest" \
+	"synth_leaf (test_report.c:$leaf_line) [r] (10 faults, $(python3 -c "print('%.2f' % (1000/($total+7)))")%) / before: 3, change: +7 (+233.3%)|rgb(255,50,50)" \
+	"$(frame "synth_leaf (test_report.c:$leaf_line) [r]" "$S")"
+expect_eq vis_diff_same "first touches unchanged: grey" \
+	"rgb(225,225,225)" "$(frame "synth_leaf (test_report.c:$leaf_line) [w]" "$S" | sed 's/.*|//')"
+"$FLTRACE" visualize --diff "$A" "$C" -o "$TMP/vis" > /dev/null 2>&1
+expect_eq vis_diff_shrank "re-fetch leaf 3 -> 1: blue" \
+	"synth_leaf (test_report.c:$leaf_line) [r] (1 faults, $(python3 -c "print('%.2f' % (100/($total-2)))")%) / before: 3, change: -2 (-66.7%)|rgb(50,50,255)" \
+	"$(frame "synth_leaf (test_report.c:$leaf_line) [r]" "$S")"
+expect_error vis_diff_one_dir 2 "--diff needs two trace directories" "$FLTRACE" visualize --diff "$A"
