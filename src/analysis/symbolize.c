@@ -394,7 +394,7 @@ static void sym_object_load(struct sym_object *o)
 	o->loaded = true;
 	ret = sym_elf_info(o->path, &o->segs, &o->nsegs, o->build_id, &o->build_id_len);
 	if (ret) {
-		sym_warn_once(o, "%s; its frames are reported as ??", ret == -ENOENT ?
+		sym_warn_once(o, "%s; its frames are named by object and offset", ret == -ENOENT ?
 			      "no longer exists (changed or removed since recording)" :
 			      "not a readable ELF object");
 		o->broken = true;
@@ -514,6 +514,34 @@ static void sym_frame_unknown(struct sym_frame *f, const char *lib)
 	f->resolved = false;
 }
 
+/* The last resort name of a frame whose object is known: "object+0xoffset" (the offset in the
+ * object, as objdump and addr2line count), kept for the symbolizer's lifetime. */
+static const char *sym_offset_name(struct symbolizer *s, const char *lib, uint64_t off)
+{
+	const char *base = strrchr(lib, '/');
+	char *p;
+
+	if (asprintf(&p, "%s+0x%" PRIx64, base ? base + 1 : lib, off) < 0)
+		return NULL;
+	return sym_keep(s, p);
+}
+
+/* A frame known only by that name: no file, no line. */
+static int sym_frame_offset_named(struct symbolizer *s, struct sym_frame *f, const char *lib,
+				  uint64_t off)
+{
+	const char *name = sym_offset_name(s, lib, off);
+	struct sym_loc *l = name ? malloc(sizeof(*l)) : NULL;
+
+	if (!l)
+		return -ENOMEM;
+	*l = (struct sym_loc){ name, "??", 0 };
+	f->locs = l;
+	f->nr_locs = 1;
+	f->func = f->funcs = name;
+	return 0;
+}
+
 /* Intern a lib name for unresolved frames (pseudo paths like [vdso], or a vanished object). */
 static const char *sym_lib_name(struct symbolizer *s, const char *path)
 {
@@ -564,7 +592,7 @@ int64_t sym_add(struct symbolizer *s, const struct maps_history *m, uint64_t ip,
 			return oi;
 		if (!s->obj[oi].broken && !s->obj[oi].mismatch && !sym_build_id_matches(&s->obj[oi], m)) {
 			sym_warn_once(&s->obj[oi], "%s", "build-id differs from the recorded one (the "
-				      "file changed since recording); its frames are reported as ??");
+				      "file changed since recording); its frames are named by object and offset");
 			s->obj[oi].mismatch = true;
 		}
 		if (s->obj[oi].broken || s->obj[oi].mismatch ||
@@ -612,6 +640,12 @@ int64_t sym_add(struct symbolizer *s, const struct maps_history *m, uint64_t ip,
 	s->fr[id].obj = oi;
 	if (oi < 0) {
 		sym_frame_unknown(&s->fr[id].pub, sym_lib_name(s, lib));
+		/* Never a bare ?? where the object is known (changed, vanished, [vdso]...): the
+		 * offset in its mapping, which is the file offset for a file. */
+		if (e && strcmp(s->fr[id].pub.lib, "??") &&
+		    sym_frame_offset_named(s, &s->fr[id].pub, s->fr[id].pub.lib,
+					   a - e->start + e->offset))
+			return -ENOMEM;
 		return id;
 	}
 	s->fr[id].pub.lib = s->obj[oi].path;
@@ -871,9 +905,16 @@ static int sym_resolve_object(struct symbolizer *s, struct sym_object *o)
 			memcpy(locs, b->locs, nl * sizeof(*locs));
 		else
 			locs[0] = sym_unknown_loc;
-		/* Debug info names the function demangled; without it the symbol table does. */
-		if (strcmp(locs[nl - 1].func, "??") == 0 && symname)
-			locs[nl - 1].func = symname;
+		/* Debug info names the function demangled; without it the symbol table does
+		 * (.symtab, of the object or of its debug file, then .dynsym); without either, the
+		 * object and the offset. */
+		if (strcmp(locs[nl - 1].func, "??") == 0)
+			locs[nl - 1].func = symname ? symname : sym_offset_name(s, o->path, f->obj_addr);
+		if (!locs[nl - 1].func) {
+			free(locs);
+			ret = -ENOMEM;
+			goto out;
+		}
 		f->locs = locs;
 		f->nr_locs = nl;
 		ret = sym_frame_finish(s, f);

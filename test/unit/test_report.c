@@ -324,11 +324,12 @@ static int t_symbolize_build_id_mismatch(char *why, size_t whylen)
 	strcpy(o->path, sites.exe);
 	if (sym_one(sites.ret_b, true, &f, &s, &m, o))
 		goto out;
-	/* A changed binary must give ??, never a line of the new file. */
-	if (f->resolved || strcmp(f->code, "??:?") || strcmp(f->func, "??") ||
-	    strcmp(f->lib, sites.exe)) {
-		snprintf(why, whylen, "got %s %s %s, want %s ?? ??:?", f->lib, f->func, f->code,
-			 sites.exe);
+	/* A changed binary must never give a line of the new file: object+offset only. */
+	const char *base = strrchr(sites.exe, '/') + 1;
+	if (f->resolved || strcmp(f->code, "??:?") || strncmp(f->func, base, strlen(base)) ||
+	    strncmp(f->func + strlen(base), "+0x", 3) || strcmp(f->lib, sites.exe)) {
+		snprintf(why, whylen, "got %s %s %s, want %s %s+0x... ??:?", f->lib, f->func,
+			 f->code, sites.exe, base);
 		goto out;
 	}
 	ret = 0;
@@ -643,8 +644,8 @@ static int synth_main_write(int argc, char **argv)
 	return 0;
 }
 
-/* --write-exe DIR EXE BIAS IP...: one user fault whose stack is IP... in EXE, mapped as the kernel
- * maps it at load bias BIAS (0 for a non-PIE executable). */
+/* --write-exe DIR EXE BIAS IP... [/ IP...]...: one user fault per stack IP... in EXE ("/"
+ * separates stacks), mapped as the kernel maps it at load bias BIAS (0 for a non-PIE executable). */
 static int synth_main_write_exe(int argc, char **argv)
 {
 	struct sym_segment *segs;
@@ -668,17 +669,27 @@ static int synth_main_write_exe(int argc, char **argv)
 				segs[i].flags & 1 ? 'x' : '-', (uint64_t)(segs[i].offset & ~0xfffull), argv[3]);
 	}
 	free(segs);
-	for (int i = 5; i < argc && depth < 64; i++)
-		ips[depth++] = strtoull(argv[i], NULL, 0);
 	snprintf(path, sizeof(path), "%s/fltrace-data-trace-2000-0.bin", argv[2]);
 	f = synth_open(path, 2000, 0, FT_VERSION, argv[3]);
 	if (!f)
 		return 1;
 	synth_maps(f, 0, text, len);
 	synth_object(f, 0, bias, id, idlen, argv[3]);
-	synth_stack(f, 0, depth, ips);
-	synth_fault(f, &(struct synth_fault){ .t_ns = 1000, .addr = 0x30000000, .ip = ips[0],
-		    .latency_ns = 2000, .flags = FT_FLAG_WRITE | FT_FLAG_ZERO, .kind = FT_KIND_ZERO });
+	for (int i = 5, id = 0; i <= argc; i++) {
+		if (i < argc && strcmp(argv[i], "/")) {
+			if (depth < 64)
+				ips[depth++] = strtoull(argv[i], NULL, 0);
+			continue;
+		}
+		if (!depth)
+			continue;
+		synth_stack(f, id, depth, ips);
+		synth_fault(f, &(struct synth_fault){ .t_ns = 1000 + id, .addr = 0x30000000 +
+			    id * 4096, .ip = ips[0], .stack_id = id, .latency_ns = 2000,
+			    .flags = FT_FLAG_WRITE | FT_FLAG_ZERO, .kind = FT_KIND_ZERO });
+		id++;
+		depth = 0;
+	}
 	return fclose(f) ? 1 : 0;
 }
 
