@@ -402,15 +402,29 @@ static int vis_keep_header(struct vis_proc *vp, const char *path, char *err, siz
 	return ret;
 }
 
+/* Symbolize the rows of one loaded trace and add them to the flamegraphs. */
+static int vis_add_process(struct vis_proc *vp, struct an_process *p)
+{
+	struct symbolizer *sym = sym_new();
+	struct agg_row **rows;
+	size_t n;
+	int ret = sym ? agg_symbolize(p->rows, sym, p->maps) : -ENOMEM;
+
+	if (!ret)
+		ret = sym_resolve(sym);
+	n = ret ? 0 : agg_rows(p->rows, &rows);
+	for (size_t k = 0; !ret && k < n; k++)
+		ret = vis_add_row(vp, sym, rows[k]);
+	sym_free(sym);
+	return ret;
+}
+
 /* Load every generation of one pid: entries [first, last) of the sorted trace list. */
 static int vis_load(struct vis_proc *vp, const struct trace_list *l, size_t first, size_t last,
 		    char *err, size_t errlen)
 {
 	for (size_t i = first; i < last; i++) {
 		struct an_process *p = NULL;
-		struct symbolizer *sym = NULL;
-		struct agg_row **rows;
-		size_t n;
 		int ret;
 
 		if ((ret = vis_keep_header(vp, l->v[i].path, err, errlen)))
@@ -422,14 +436,7 @@ static int vis_load(struct vis_proc *vp, const struct trace_list *l, size_t firs
 			cli_note("%s: %s", l->v[i].path, p->warning);
 			snprintf(vp->warning, sizeof(vp->warning), "%s: %s", l->v[i].path, p->warning);
 		}
-		sym = sym_new();
-		ret = sym ? agg_symbolize(p->rows, sym, p->maps) : -ENOMEM;
-		if (!ret)
-			ret = sym_resolve(sym);
-		n = ret ? 0 : agg_rows(p->rows, &rows);
-		for (size_t k = 0; !ret && k < n; k++)
-			ret = vis_add_row(vp, sym, rows[k]);
-		sym_free(sym);
+		ret = vis_add_process(vp, p);
 		an_process_free(p);
 		if (ret) {
 			snprintf(err, errlen, "%s: %s", l->v[i].path,
@@ -634,23 +641,13 @@ static int vis_diff_load(struct vis_proc *vp, const char *dir, char *err, size_t
 	}
 	for (size_t i = 0; i < l.n && !ret; i++) {
 		struct an_process *p = NULL;
-		struct symbolizer *sym = NULL;
-		struct agg_row **rows;
-		size_t n;
 
 		if (vp->env->has_pid && l.v[i].pid != vp->env->pid)
 			continue;
 		ret = an_process_load(l.v[i].path, &vp->env->filter, NULL, NULL, &p, err, errlen);
 		if (ret)
 			break;
-		sym = sym_new();
-		ret = sym ? agg_symbolize(p->rows, sym, p->maps) : -ENOMEM;
-		if (!ret)
-			ret = sym_resolve(sym);
-		n = ret ? 0 : agg_rows(p->rows, &rows);
-		for (size_t k = 0; !ret && k < n; k++)
-			ret = vis_add_row(vp, sym, rows[k]);
-		sym_free(sym);
+		ret = vis_add_process(vp, p);
 		an_process_free(p);
 		if (ret)
 			snprintf(err, errlen, "%s: %s", l.v[i].path, strerror(-ret));
