@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end: names on programs without debug info, as Debian ships them. A program built without
 # DWARF: --by line groups its frames by function (not into one ??:? row). The same program
-# stripped: a static function is named object+0xoffset, an exported one by .dynsym; never ??.
+# stripped: a static function is named object+0xoffset of its entry (from the unwind table), an
+# exported one by .dynsym; never ??.
 . "$(dirname "$0")/../lib.sh"
 GEN=$BUILD/test/unit/test_report
 if [ ! -x "$GEN" ]; then skip report_stripped "$GEN not built (make unit-test)"; exit 0; fi
@@ -48,6 +49,13 @@ expect_eq report_stripped_names "stripped: object+offset, then .dynsym" \
 "$FLTRACE" report -i "$TMP/s" --folded -o "$TMP/s.folded" >/dev/null 2>&1
 expect_eq report_stripped_folded "folded names" "$(printf 'exported (stripped);stripped+0x%x (stripped) 1' $h)" \
 	"$(cat "$TMP/s.folded")"
+# Two addresses inside the stripped static function: one function, named by its entry.
+mkdir -p "$TMP/s2"
+"$GEN" --write-exe "$TMP/s2" "$TMP/stripped" $BIAS "$(at $((h + 1)))" "$(at $r)" / "$(at $((h + 3)))" "$(at $r)" ||
+	{ fail report_stripped_write "writer failed"; exit 0; }
+"$FLTRACE" report -i "$TMP/s2" --by function >/dev/null 2>&1
+expect_eq report_stripped_by_function "--by function: the unwind table's extent" \
+	"$(printf '2|stripped+0x%x' $h)" "$(csvrows "$TMP/s2/fltrace-data-report-2000.out" count functions)"
 
 # A binary that vanished since recording: its path and the offset in the file.
 cp "$TMP/stripped" "$TMP/gone"
