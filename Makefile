@@ -46,7 +46,7 @@ JEMALLOC_SYMS := malloc free calloc realloc posix_memalign aligned_alloc memalig
 JEMALLOC_RENAMED := $(B)/jemalloc/libjemalloc_fltrace.a
 JEMALLOC_U := $(foreach s,$(JEMALLOC_SYMS),-Wl,-u,fltrace_je_$(s))
 
-TOOL_LIBS := -lelf -lm
+TOOL_LIBS := -lelf -lz -lm
 
 .PHONY: all test unit-test bench bench-anchor stress install clean progs
 all: $(B)/bin/fltrace $(PRELOAD_LIB) progs

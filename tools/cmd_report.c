@@ -1,5 +1,5 @@
-/* `fltrace report`: reads every trace of a directory and writes the callsite CSVs (and the raw,
- * file, folded and terminal views); the analysis itself lives in src/analysis. */
+/* `fltrace report`: parses the options, loads the traces of a directory and hands them to the
+ * writers picked by --format; the analysis and every writer live in src/analysis. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../src/analysis/analysis.h"
+#include "../src/analysis/report.h"
 #include "builtin.h"
 #include "cli.h"
 
@@ -22,7 +23,8 @@ static const char report_usage[] =
 "\n"
 "options:\n"
 "  -i, --input DIR       directory holding the traces (default .)\n"
-"  -o, --output FILE     with --folded: write to FILE instead of stdout\n"
+"  -o, --output FILE     write one output, all processes merged, to FILE (- is stdout)\n"
+"      --format NAME     what to write (default csv); the formats are listed below\n"
 "      --by VIEW         stack (default) | line | function: group by full stack, by the\n"
 "                        innermost frame's file:line, or by its function\n"
 "      --kind LIST       keep faults of these kinds: zero,refetch,file,wp,syscall\n"
@@ -36,7 +38,13 @@ static const char report_usage[] =
 "      --files           also write fltrace-data-files-<pid>.out: file-backed faults per\n"
 "                        file offset range, with the order the ranges were read in\n"
 "      --raw             also write fltrace-data-faults-<pid>-<gen>.out: one row per fault\n"
+"      --diff A B        compare two recordings (trace directories): faults per callsite in\n"
+"                        each and the change, biggest change first, to fltrace-data-diff.out\n"
+"                        (or -o FILE); with --top N a table, with --folded 'stack A B' lines\n"
 "  -h, --help            this text\n"
+"\n"
+"formats (--format NAME):\n"
+"%s"
 "\n"
 "examples:\n"
 "  fltrace report                          # CSV per process in the current directory\n"
@@ -44,7 +52,23 @@ static const char report_usage[] =
 "  fltrace report --by line --kind refetch # which lines re-fetch evicted pages\n"
 "  fltrace report --folded -o f.folded && flamegraph.pl f.folded > f.svg\n"
 "  fltrace report --kind file --files      # which parts of which files were read, in order\n"
-"  fltrace report --time 10:20 --access write --merge\n";
+"  fltrace report --time 10:20 --access write --merge\n"
+"  fltrace report --format pprof && pprof -top fltrace-data-report-<pid>.pb.gz\n"
+"  fltrace report --diff L64 L32 --kind refetch --top 10 # what re-fetches more at -L 32\n";
+
+/* The usage text with the formats of the writers table. */
+static void report_help(void)
+{
+	size_t n, len = 0;
+	const struct report_writer *w = report_writers(&n);
+	char list[4096];
+
+	list[0] = 0;
+	for (size_t i = 0; i < n && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "  %-18s%s\n", w[i].name,
+					w[i].summary);
+	printf(report_usage, list);
+}
 
 struct report_env {
 	const char *dir;
@@ -53,36 +77,14 @@ struct report_env {
 	struct agg_filter filter;
 	long pid;
 	long top;
-	bool folded, merge, files, raw;
+	bool merge;
+	const char *diff_a, *diff_b;            /* --diff A B */
+	const struct report_writer *fmt;        /* the grouped output */
+	const struct report_writer *per_fault[2]; /* --raw, --files */
+	size_t nper_fault;
 	bool progress;
 	struct timespec t0;
 };
-
-/* A growing text buffer for the joined fields of one row. */
-struct report_buf {
-	char *p;
-	size_t len, cap;
-};
-
-static int report_buf_put(struct report_buf *b, const char *s)
-{
-	size_t l = strlen(s);
-
-	if (b->len + l + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *n;
-		while (cap < b->len + l + 1)
-			cap *= 2;
-		n = realloc(b->p, cap);
-		if (!n)
-			return -ENOMEM;
-		b->p = n;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, l + 1);
-	b->len += l;
-	return 0;
-}
 
 static double report_elapsed(const struct report_env *env)
 {
@@ -171,7 +173,34 @@ static long report_parse_long(const char *s, long min)
 }
 
 enum { OPT_BY = 256, OPT_KIND, OPT_ACCESS, OPT_PID, OPT_TIME, OPT_TOP, OPT_FOLDED, OPT_MERGE,
-       OPT_FILES, OPT_RAW };
+       OPT_FILES, OPT_RAW, OPT_FORMAT, OPT_DIFF };
+
+/* --raw and --files add a per-fault writer to the grouped output. */
+static void report_add_per_fault(struct report_env *env, const char *name)
+{
+	const struct report_writer *w = report_writer_find(name);
+
+	for (size_t i = 0; i < env->nper_fault; i++)
+		if (env->per_fault[i] == w)
+			return;
+	env->per_fault[env->nper_fault++] = w;
+}
+
+static int report_set_format(struct report_env *env, const char *name)
+{
+	const struct report_writer *w = report_writer_find(name);
+
+	if (!w)
+		return cli_error(CLI_EXIT_USAGE, "report", "--format: unknown format '%s'; see "
+				 "'fltrace report --help' for the list", name);
+	if (w->write) {
+		env->fmt = w;
+	} else {
+		env->fmt = NULL; /* only this per-fault view */
+		report_add_per_fault(env, name);
+	}
+	return -1;
+}
 
 /* Returns -1 to go on, else the exit status. */
 static int report_parse_args(int argc, char **argv, struct report_env *env)
@@ -190,6 +219,8 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 		{ "merge", no_argument, NULL, OPT_MERGE },
 		{ "files", no_argument, NULL, OPT_FILES },
 		{ "raw", no_argument, NULL, OPT_RAW },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "diff", required_argument, NULL, OPT_DIFF },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *const kinds[] = { "zero", "refetch", "file", "wp", "syscall" };
@@ -206,7 +237,7 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 		switch (c) {
 		case 'i': env->dir = optarg; break;
 		case 'o': env->output = optarg; break;
-		case 'h': fputs(report_usage, stdout); return CLI_EXIT_OK;
+		case 'h': report_help(); return CLI_EXIT_OK;
 		case OPT_BY:
 			if (!strcmp(optarg, "stack")) env->by = AGG_BY_STACK;
 			else if (!strcmp(optarg, "line")) env->by = AGG_BY_LINE;
@@ -240,11 +271,17 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 			if (env->top < 0)
 				return cli_error(CLI_EXIT_USAGE, "report", "--top: '%s' is not a "
 						 "positive number", optarg);
+			env->fmt = report_writer_find("top");
 			break;
-		case OPT_FOLDED: env->folded = true; break;
+		case OPT_FOLDED: env->fmt = report_writer_find("folded"); break;
 		case OPT_MERGE: env->merge = true; break;
-		case OPT_FILES: env->files = true; break;
-		case OPT_RAW: env->raw = true; break;
+		case OPT_FILES: report_add_per_fault(env, "files"); break;
+		case OPT_RAW: report_add_per_fault(env, "raw"); break;
+		case OPT_DIFF: env->diff_a = optarg; break;
+		case OPT_FORMAT:
+			if ((c = report_set_format(env, optarg)) >= 0)
+				return c;
+			break;
 		case ':':
 			return cli_error(CLI_EXIT_USAGE, "report", "%s needs a value; see 'fltrace "
 					 "report --help'", argv[optind - 1]);
@@ -253,44 +290,30 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 					 "'fltrace report --help'", argv[optind - 1]);
 		}
 	}
+	if (env->diff_a) {
+		if (optind >= argc)
+			return cli_error(CLI_EXIT_USAGE, "report", "--diff needs two trace "
+					 "directories; give --diff A B");
+		env->diff_b = argv[optind++];
+		if (!env->fmt || !env->fmt->write_diff)
+			return cli_error(CLI_EXIT_USAGE, "report", "--diff writes csv, top or folded, "
+					 "not %s; leave out --format or pick one of those",
+					 env->fmt ? env->fmt->name : "per-fault views");
+		if (env->nper_fault)
+			return cli_error(CLI_EXIT_USAGE, "report", "--raw and --files describe one "
+					 "run; leave them out with --diff");
+	}
 	if (optind < argc)
 		return cli_error(CLI_EXIT_USAGE, "report", "unexpected argument '%s'; the trace "
 				 "directory is given with -i DIR", argv[optind]);
-	if (env->output && !env->folded)
-		return cli_error(CLI_EXIT_USAGE, "report", "-o goes with --folded; the CSV files "
-				 "are written next to the traces");
+	if (env->output && !env->fmt)
+		return cli_error(CLI_EXIT_USAGE, "report", "-o goes with a grouped format; the "
+				 "per-fault files are written next to the traces");
+	if (env->fmt && !env->fmt->ext && !env->diff_a)
+		env->nper_fault = 0; /* a terminal view: no files beside it, as before */
+	if (env->fmt && env->fmt->write == report_write_top && !env->top)
+		env->top = 20;
 	return -1;
-}
-
-/* ------------------------------------------------------------------ per-fault writers */
-
-/* What the per-fault callbacks of one process write to. */
-struct report_sink {
-	FILE *raw;
-	struct fileview *files;
-};
-
-static int report_fault_cb(void *arg, const struct trace *t, const struct ft_fault *f,
-			   const struct ft_stack *st, const struct ft_region *rg)
-{
-	struct report_sink *k = arg;
-
-	if (k->raw) {
-		FILE *o = k->raw;
-		/* Columns and encodings of the earlier tool's faults file, then the new ones. */
-		fprintf(o, "%" PRIu64 ".%06" PRIu64 ",%" PRIx64 ",%" PRIx64 ",%u,%u,%u,",
-			f->time_ns / 1000000000, f->time_ns % 1000000000 / 1000, f->ip, f->addr,
-			f->pages, f->flags, f->tid);
-		for (uint32_t i = 0; st && i < st->depth; i++)
-			fprintf(o, "0x%" PRIx64 "|", st->ips[i]);
-		fprintf(o, ",%s,%s,%d,%u,%s\n", trace_kind_name(f->kind),
-			trace_origin_name(f->origin), f->syscall_nr, f->latency_ns,
-			trace_status_name(f->stack_status));
-	}
-	if (k->files && rg && f->addr >= rg->start)
-		return fileview_add(k->files, rg->path, rg->offset + (f->addr - rg->start),
-				    f->pages, t->hdr->page_size, f->time_ns);
-	return 0;
 }
 
 /* ------------------------------------------------------------------ output files */
@@ -299,7 +322,10 @@ static FILE *report_create(const char *dir, const char *name, char *path, size_t
 {
 	FILE *f;
 
-	snprintf(path, len, "%s/%s", dir, name);
+	if (dir)
+		snprintf(path, len, "%s/%s", dir, name);
+	else
+		snprintf(path, len, "%s", name);
 	f = fopen(path, "w");
 	if (!f) {
 		cli_error(CLI_EXIT_FAIL, "report", "cannot write %s: %s; check that the directory "
@@ -331,171 +357,213 @@ static const char *report_suffix(uint32_t pid, uint32_t gen, char *buf, size_t l
 	return buf;
 }
 
-/* ------------------------------------------------------------------ CSV rows */
+/* ------------------------------------------------------------------ per-fault writers */
 
-static const char report_header[] = "ips,flags,count,percent,op,type,lib,code,functions,kind,"
-	"origin,syscall,file,offset,latency_total_us,latency_mean_us,latency_p99_us,nostack\n";
+/* The per-fault writers of one trace file, with their files and states. */
+struct report_sink {
+	size_t n;
+	struct report_sink_one {
+		const struct report_writer *w;
+		FILE *out;
+		void *state;
+		char path[4096];
+	} v[2];
+};
 
-static int report_write_row(FILE *o, const struct agg_row *r, uint64_t total,
-			    const struct symbolizer *s, struct report_buf *b)
+static int report_fault_cb(void *arg, const struct trace *t, const struct ft_fault *f,
+			   const struct ft_stack *st, const struct ft_region *rg)
 {
-	static const char *const part[3] = { "lib", "code", "functions" };
-	char num[64];
-	uint64_t p99;
+	struct report_sink *k = arg;
+	int ret = 0;
 
-	for (uint32_t k = 0; k < r->depth; k++)
-		fprintf(o, "0x%" PRIx64 "|", r->ips[k]);
-	fprintf(o, ",%u,%" PRIu64 ",%" PRIu64 ",%s,%s", r->flags, r->count,
-		total ? r->count * 100 / total : 0, trace_op_name(r->flags),
-		trace_type_name(r->flags));
-	for (int p = 0; p < 3; p++) {
-		b->len = 0;
-		if (b->p)
-			b->p[0] = 0;
-		for (uint32_t k = 0; k < r->depth; k++) {
-			const struct sym_frame *f = r->frames ? sym_frame(s, r->frames[k]) : NULL;
-			const char *v = !f ? "??" : p == 0 ? f->lib : p == 1 ? f->code : f->funcs;
-			if ((k && report_buf_put(b, "<//>")) || report_buf_put(b, v))
-				return -ENOMEM;
-		}
-		(void)part;
-		fputc(',', o);
-		csv_put(o, b->p ? b->p : "");
-	}
-	fprintf(o, ",%s,%s,", trace_kind_name(r->kind), trace_origin_name(r->origin));
-	if (r->origin == FT_ORIGIN_SYSCALL) {
-		const char *name = trace_syscall_name(r->syscall_nr);
-		if (name)
-			fputs(name, o);
+	for (size_t i = 0; i < k->n && !ret; i++)
+		ret = k->v[i].w->fault(k->v[i].state, k->v[i].out, t, f, st, rg);
+	return ret;
+}
+
+static int report_sink_open(struct report_sink *k, const struct report_env *env,
+			    const struct trace_entry *e)
+{
+	char name[256], sfx[64];
+
+	for (size_t i = 0; i < k->n; i++) {
+		struct report_sink_one *o = &k->v[i];
+		if (o->w->per_gen)
+			snprintf(sfx, sizeof(sfx), "%u-%u", e->pid, e->gen);
 		else
-			fprintf(o, "%d", r->syscall_nr);
+			report_suffix(e->pid, e->gen, sfx, sizeof(sfx));
+		snprintf(name, sizeof(name), "fltrace-data-%s-%s.%s", o->w->stem, sfx, o->w->ext);
+		o->out = report_create(env->dir, name, o->path, sizeof(o->path));
+		if (!o->out || o->w->begin(o->out, &o->state)) {
+			if (o->out)
+				cli_error(CLI_EXIT_FAIL, "report", "out of memory");
+			return -1;
+		}
 	}
-	fputc(',', o);
-	if (r->file)
-		csv_put(o, r->file);
-	fputc(',', o);
-	if (r->file && r->off_hi)
-		fprintf(o, "%" PRIu64 "-%" PRIu64, r->off_lo, r->off_hi);
-	p99 = lat_percentile(r->lat, 0.99);
-	snprintf(num, sizeof(num), "%.1f", r->faults ? r->lat_total_ns / 1e3 / r->faults : 0.0);
-	fprintf(o, ",%.1f,%s,%.1f,%" PRIu64 "\n", r->lat_total_ns / 1e3, num, p99 / 1e3,
-		r->nostack);
 	return 0;
 }
 
-static int report_write_csv(const char *dir, const char *name, struct agg_table *t,
-			    const struct symbolizer *s)
+/* Finish every writer of the sink; loaded says whether the trace could be read at all (if not,
+ * its files are removed rather than left half-written). Returns 0 or CLI_EXIT_FAIL. */
+static int report_sink_close(struct report_sink *k, bool loaded, uint64_t start_ns)
 {
-	struct report_buf b = { 0 };
-	struct agg_row **rows;
-	char path[4096];
-	size_t n = agg_rows(t, &rows);
-	FILE *o = report_create(dir, name, path, sizeof(path));
-	int ret = 0;
+	int status = 0;
 
+	for (size_t i = 0; i < k->n; i++) {
+		struct report_sink_one *o = &k->v[i];
+		if (!o->out)
+			continue;
+		if (o->state || o->w->per_gen)
+			if (o->w->end(o->state, loaded ? o->out : NULL, start_ns) && loaded)
+				status = cli_error(CLI_EXIT_FAIL, "report", "out of memory writing "
+						   "%s", o->path);
+		o->state = NULL;
+		if (!loaded) {
+			fclose(o->out);
+			unlink(o->path);
+		} else if (report_close(o->out, o->path)) {
+			status = CLI_EXIT_FAIL;
+		}
+		o->out = NULL;
+	}
+	return status;
+}
+
+/* ------------------------------------------------------------------ grouped outputs */
+
+/* Write one grouped output: to env->output if given ("-" is stdout), else to a file next to the
+ * traces named after sfx, else (no file extension) to stdout. */
+static int report_emit(const struct report_env *env, const struct report_view *v, const char *sfx)
+{
+	const struct report_writer *w = env->fmt;
+	char name[256], path[4096];
+	bool to_stdout = env->output ? !strcmp(env->output, "-") : !w->ext;
+	FILE *o;
+	int ret;
+
+	if (to_stdout) {
+		if (w->binary && isatty(STDOUT_FILENO))
+			return cli_error(CLI_EXIT_USAGE, "report", "--format %s is binary; give a file "
+					 "with -o FILE", w->name);
+		return w->write(stdout, v) ? cli_error(CLI_EXIT_FAIL, "report", "out of memory") : 0;
+	}
+	if (env->output) {
+		o = report_create(NULL, env->output, path, sizeof(path));
+	} else {
+		snprintf(name, sizeof(name), "fltrace-data-%s-%s.%s", w->stem, sfx, w->ext);
+		o = report_create(env->dir, name, path, sizeof(path));
+	}
 	if (!o)
 		return CLI_EXIT_FAIL;
-	fputs(report_header, o);
-	for (size_t i = 0; i < n && !ret; i++)
-		ret = report_write_row(o, rows[i], agg_total(t), s, &b);
-	free(b.p);
+	ret = w->write(o, v);
 	if (ret) {
 		fclose(o);
-		return cli_error(CLI_EXIT_FAIL, "report", "out of memory writing %s", path);
+		return cli_error(CLI_EXIT_FAIL, "report", "writing %s failed: %s", path,
+				 strerror(-ret));
 	}
 	return report_close(o, path);
 }
+/* ------------------------------------------------------------------ --diff A B */
 
-/* ------------------------------------------------------------------ terminal table */
-
-static const struct sym_frame *report_leaf(const struct agg_row *r, const struct symbolizer *s)
+/* Load the processes of dir (filtered as asked) into procs, counting them in *n; registers their
+ * frames with sym. Returns 0 or the exit status. */
+static int report_diff_load(const struct report_env *env, const char *dir,
+			    struct symbolizer *sym, struct an_process ***procs, size_t *n)
 {
-	return r->depth && r->frames ? sym_frame(s, r->frames[0]) : NULL;
-}
+	struct trace_list list = { 0 };
+	char err[512];
+	int ret = trace_list_dir(dir, &list), status = 0;
 
-static void report_put_cut(FILE *o, const char *s, int width)
-{
-	int len = (int)strlen(s);
-
-	/* Keep the end of long names: the function and file name are at the end of a path. */
-	if (len > width)
-		fprintf(o, "..%-*s", width - 2, s + len - (width - 2));
-	else
-		fprintf(o, "%-*s", width, s);
-}
-
-static void report_write_top(FILE *o, const char *title, struct agg_table *t,
-			     const struct symbolizer *s, long top)
-{
-	struct agg_row **rows;
-	size_t n = agg_rows(t, &rows), show = (size_t)top < n ? (size_t)top : n;
-	int wf = 8, wl = 8;
-
-	for (size_t i = 0; i < show; i++) {
-		const struct sym_frame *f = report_leaf(rows[i], s);
-		int lf = f ? (int)strlen(f->func) : 10, ll = f ? (int)strlen(f->code) : 2;
-		wf = lf > wf ? lf : wf;
-		wl = ll > wl ? ll : wl;
+	if (ret)
+		return cli_error(CLI_EXIT_FAIL, "report", "cannot read %s: %s; give two directories "
+				 "of recordings to --diff", dir, strerror(-ret));
+	*procs = calloc(list.n + 1, sizeof(**procs));
+	if (!*procs) {
+		trace_list_free(&list);
+		return cli_error(CLI_EXIT_FAIL, "report", "out of memory");
 	}
-	wf = wf > 40 ? 40 : wf;
-	wl = wl > 60 ? 60 : wl;
-	fprintf(o, "%s: %" PRIu64 " faults, %zu rows\n", title, agg_total(t), n);
-	fprintf(o, "%10s %4s  %-9s %-7s %-7s  ", "COUNT", "%", "OP", "KIND", "ORIGIN");
-	report_put_cut(o, "FUNCTION", wf);
-	fputs("  ", o);
-	report_put_cut(o, "LOCATION", wl);
-	fputs("  OBJECT\n", o);
-	for (size_t i = 0; i < show; i++) {
-		const struct agg_row *r = rows[i];
-		const struct sym_frame *f = report_leaf(r, s);
-		const char *lib = f ? f->lib : "", *slash = strrchr(lib, '/');
-
-		fprintf(o, "%10" PRIu64 " %4" PRIu64 "  %-9s %-7s %-7s  ", r->count,
-			agg_total(t) ? r->count * 100 / agg_total(t) : 0, trace_op_name(r->flags),
-			trace_kind_name(r->kind), trace_origin_name(r->origin));
-		report_put_cut(o, f ? f->func : "[no stack]", wf);
-		fputs("  ", o);
-		report_put_cut(o, f ? f->code : "", wl);
-		fprintf(o, "  %s\n", slash ? slash + 1 : lib);
-	}
-	fputc('\n', o);
-}
-
-/* ------------------------------------------------------------------ folded */
-
-static void report_write_folded(FILE *o, struct agg_table *t, const struct symbolizer *s)
-{
-	struct agg_row **rows;
-	size_t n = agg_rows(t, &rows);
-
-	for (size_t i = 0; i < n; i++) {
-		const struct agg_row *r = rows[i];
-		if (!r->depth)
-			fputs("[no stack]", o);
-		for (uint32_t k = r->depth; k-- > 0;) {
-			const struct sym_frame *f = r->frames ? sym_frame(s, r->frames[k]) : NULL;
-			if (f)
-				folded_put_frame(o, f);
-			else
-				fprintf(o, "0x%" PRIx64, r->ips[k]);
-			if (k)
-				fputc(';', o);
+	for (size_t i = 0; i < list.n && !status; i++) {
+		if (env->pid >= 0 && list.v[i].pid != (uint32_t)env->pid)
+			continue;
+		report_progress(env, "reading %s", list.v[i].path);
+		ret = an_process_load(list.v[i].path, &env->filter, NULL, NULL, &(*procs)[*n], err,
+				      sizeof(err));
+		if (ret) {
+			status = cli_error(CLI_EXIT_FAIL, "report", "%s", err);
+			break;
 		}
-		fprintf(o, " %" PRIu64 "\n", r->count);
+		if ((ret = agg_symbolize((*procs)[*n]->rows, sym, (*procs)[*n]->maps))) {
+			an_process_free((*procs)[*n]);
+			status = cli_error(CLI_EXIT_FAIL, "report", "out of memory");
+			break;
+		}
+		(*n)++;
 	}
+	if (!status && !*n)
+		status = cli_error(CLI_EXIT_FAIL, "report", "no trace in %s; give the output "
+				   "directory of a 'fltrace record' run to --diff", dir);
+	trace_list_free(&list);
+	return status;
+}
+
+static int report_diff(struct report_env *env)
+{
+	const char *dirs[2] = { env->diff_a, env->diff_b };
+	struct an_process **procs[2] = { NULL, NULL };
+	size_t n[2] = { 0, 0 };
+	struct symbolizer *sym = sym_new();
+	struct diff_table *d = diff_new();
+	int status = sym && d ? 0 : cli_error(CLI_EXIT_FAIL, "report", "out of memory"), ret;
+
+	for (int side = 0; side < 2 && !status; side++)
+		status = report_diff_load(env, dirs[side], sym, &procs[side], &n[side]);
+	if (!status && (ret = sym_resolve(sym)))
+		status = cli_error(CLI_EXIT_FAIL, "report", "symbolization failed: %s",
+				   strerror(-ret));
+	for (int side = 0; side < 2 && !status; side++)
+		for (size_t i = 0; i < n[side] && !status; i++)
+			if (diff_add(d, side, procs[side][i]->rows, sym, env->by))
+				status = cli_error(CLI_EXIT_FAIL, "report", "out of memory");
+	report_progress_end(env);
+	if (!status) {
+		struct report_diff_view v = { .diff = d, .a = dirs[0], .b = dirs[1],
+					      .top = env->top ? env->top : 20 };
+		const char *out = env->output ? env->output :
+			env->fmt->ext ? "fltrace-data-diff.out" : "-";
+		char path[4096];
+		FILE *o = strcmp(out, "-") ? report_create(NULL, out, path, sizeof(path)) : stdout;
+
+		if (!o)
+			status = CLI_EXIT_FAIL;
+		else if (env->fmt->write_diff(o, &v))
+			status = cli_error(CLI_EXIT_FAIL, "report", "writing %s failed", out);
+		if (o && o != stdout && report_close(o, path))
+			status = CLI_EXIT_FAIL;
+		if (fflush(stdout) || ferror(stdout))
+			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
+					   strerror(errno));
+	}
+	for (int side = 0; side < 2; side++) {
+		for (size_t i = 0; i < n[side]; i++)
+			an_process_free(procs[side][i]);
+		free(procs[side]);
+	}
+	diff_free(d);
+	sym_free(sym);
+	return status;
 }
 
 /* ------------------------------------------------------------------ main */
 
 int cmd_report(int argc, char **argv)
 {
-	struct report_env env = { .dir = ".", .pid = -1 };
+	struct report_env env = { .dir = ".", .pid = -1, .fmt = report_writer_find("csv") };
 	struct an_process **procs = NULL;
 	struct agg_table **views = NULL, *merged = NULL;
 	struct symbolizer *sym = NULL;
 	struct trace_list list = { 0 };
 	size_t nprocs = 0;
-	char err[512], path[4096], sfx[64], name[256];
+	char err[512], sfx[64];
 	int ret, status = CLI_EXIT_OK;
 
 	ret = report_parse_args(argc, argv, &env);
@@ -503,6 +571,8 @@ int cmd_report(int argc, char **argv)
 		return ret;
 	clock_gettime(CLOCK_MONOTONIC, &env.t0);
 	env.progress = isatty(STDERR_FILENO);
+	if (env.diff_a)
+		return report_diff(&env);
 
 	ret = trace_list_dir(env.dir, &list);
 	if (ret)
@@ -516,35 +586,24 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	for (size_t i = 0; i < list.n; i++) {
-		struct report_sink sink = { 0 };
-		char rawpath[4096];
+		struct report_sink sink = { .n = env.nper_fault };
 
 		if (env.pid >= 0 && list.v[i].pid != (uint32_t)env.pid)
 			continue;
 		report_progress(&env, "reading %s", list.v[i].path);
-		if (env.raw && !env.folded && !env.top) {
-			snprintf(name, sizeof(name), "fltrace-data-faults-%u-%u.out", list.v[i].pid,
-				 list.v[i].gen);
-			sink.raw = report_create(env.dir, name, rawpath, sizeof(rawpath));
-			if (!sink.raw) {
-				status = CLI_EXIT_FAIL;
-				goto out;
-			}
-			fputs("tstamp,ip,addr,pages,flags,tid,trace,kind,origin,syscall_nr,latency_ns,"
-			      "stack_status\n", sink.raw);
-		}
-		if (env.files && !env.folded && !env.top && !(sink.files = fileview_new())) {
-			status = cli_error(CLI_EXIT_FAIL, "report", "out of memory");
+		for (size_t k = 0; k < sink.n; k++)
+			sink.v[k].w = env.per_fault[k];
+		if (report_sink_open(&sink, &env, &list.v[i])) {
+			report_sink_close(&sink, false, 0);
+			status = CLI_EXIT_FAIL;
 			goto out;
 		}
-		ret = an_process_load(list.v[i].path, &env.filter,
-				      sink.raw || sink.files ? report_fault_cb : NULL, &sink,
-				      &procs[nprocs], err, sizeof(err));
-		if (sink.raw && report_close(sink.raw, rawpath))
+		ret = an_process_load(list.v[i].path, &env.filter, sink.n ? report_fault_cb : NULL,
+				      &sink, &procs[nprocs], err, sizeof(err));
+		if (report_sink_close(&sink, !ret, ret ? 0 : procs[nprocs]->start_ns))
 			status = CLI_EXIT_FAIL;
 		if (ret) {
 			/* One bad file does not hide the other processes. */
-			fileview_free(sink.files);
 			cli_error(CLI_EXIT_FAIL, "report", "%s", err);
 			status = CLI_EXIT_FAIL;
 			continue;
@@ -552,16 +611,6 @@ int cmd_report(int argc, char **argv)
 		if (procs[nprocs]->warning[0])
 			cli_error(CLI_EXIT_FAIL, "report", "warning: %s: %s", list.v[i].path,
 				  procs[nprocs]->warning);
-		if (sink.files) {
-			FILE *o;
-			snprintf(name, sizeof(name), "fltrace-data-files-%s.out",
-				 report_suffix(list.v[i].pid, list.v[i].gen, sfx, sizeof(sfx)));
-			o = report_create(env.dir, name, path, sizeof(path));
-			if (!o || fileview_write_csv(sink.files, o, procs[nprocs]->start_ns) ||
-			    report_close(o, path))
-				status = CLI_EXIT_FAIL;
-			fileview_free(sink.files);
-		}
 		nprocs++;
 	}
 	if (!nprocs) {
@@ -576,6 +625,8 @@ int cmd_report(int argc, char **argv)
 		}
 		goto out;
 	}
+	if (!env.fmt)
+		goto out; /* only per-fault views were asked for */
 
 	report_progress(&env, "%s", "symbolizing");
 	for (size_t i = 0; i < nprocs; i++) {
@@ -591,7 +642,7 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	report_progress(&env, "%s", "writing");
-	if (env.merge || env.folded) {
+	if (env.merge || env.output || env.fmt->merge_always) {
 		merged = agg_new();
 		if (!merged) {
 			ret = -ENOMEM;
@@ -610,53 +661,35 @@ int cmd_report(int argc, char **argv)
 	}
 	report_progress_end(&env);
 
-	if (env.folded) {
-		FILE *o = stdout;
-		if (env.output && !(o = fopen(env.output, "w"))) {
-			status = cli_error(CLI_EXIT_FAIL, "report", "cannot write %s: %s; check the "
-					   "path", env.output, strerror(errno));
-			goto out;
-		}
-		report_write_folded(o, merged, sym);
-		if (o != stdout && report_close(o, env.output))
-			status = CLI_EXIT_FAIL;
-	} else if (env.top) {
-		if (merged) {
-			report_write_top(stdout, "all processes", merged, sym, env.top);
-		} else {
-			size_t quiet = 0;
-			for (size_t i = 0; i < nprocs; i++) {
-				char title[4200];
-				/* Wrappers (env, a pyenv shim's bash) fault nothing tracked: one line for all. */
-				if (agg_total(views[i]) == 0 && nprocs > 1) {
-					quiet++;
-					continue;
-				}
-				snprintf(title, sizeof(title), "pid %s (%s)",
-					 report_suffix(procs[i]->pid, procs[i]->gen, sfx, sizeof(sfx)),
-					 procs[i]->exe);
-				report_write_top(stdout, title, views[i], sym, env.top);
-			}
-			if (quiet)
-				printf("(%zu more process%s with no faults)\n", quiet, quiet == 1 ? "" : "es");
-		}
-	} else if (merged) {
-		if (report_write_csv(env.dir, "fltrace-data-report-all.out", merged, sym))
-			status = CLI_EXIT_FAIL;
+	if (merged) {
+		struct report_view v = { .rows = merged, .sym = sym, .title = "all processes",
+					 .exe = procs[0]->exe, .pid = procs[0]->pid,
+					 .start_ns = procs[0]->start_ns, .top = env.top };
+		status = report_emit(&env, &v, "all");
 	} else {
+		size_t quiet = 0;
+		bool terminal = !env.fmt->ext;
 		for (size_t i = 0; i < nprocs; i++) {
-			snprintf(name, sizeof(name), "fltrace-data-report-%s.out",
-				 report_suffix(procs[i]->pid, procs[i]->gen, sfx, sizeof(sfx)));
-			if (report_write_csv(env.dir, name, views[i], sym))
+			char title[4200];
+			/* Wrappers (env, a pyenv shim's bash) fault nothing tracked: one line for all. */
+			if (terminal && agg_total(views[i]) == 0 && nprocs > 1) {
+				quiet++;
+				continue;
+			}
+			report_suffix(procs[i]->pid, procs[i]->gen, sfx, sizeof(sfx));
+			snprintf(title, sizeof(title), "pid %s (%s)", sfx, procs[i]->exe);
+			struct report_view v = { .rows = views[i], .sym = sym, .title = title,
+						 .exe = procs[i]->exe, .pid = procs[i]->pid,
+						 .start_ns = procs[i]->start_ns, .top = env.top };
+			if (report_emit(&env, &v, sfx))
 				status = CLI_EXIT_FAIL;
 		}
+		if (quiet)
+			printf("(%zu more process%s with no faults)\n", quiet, quiet == 1 ? "" : "es");
 	}
-	if (env.folded || env.top) {
-		int bad = fflush(stdout) || ferror(stdout);
-		if (bad)
-			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
-					   strerror(errno));
-	}
+	if (fflush(stdout) || ferror(stdout))
+		status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
+				   strerror(errno));
 	goto out;
 nomem:
 	status = cli_error(CLI_EXIT_FAIL, "report", "out of memory; report fewer processes "

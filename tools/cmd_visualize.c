@@ -35,9 +35,11 @@ struct vis_env {
 	enum vis_names names;
 	struct agg_filter filter;
 	char kinds_text[96];  /* the --kind value, for subtitles */
+	const char *diff_a, *diff_b; /* --diff A B */
 };
 
-enum { OPT_TITLE = 256, OPT_WIDTH, OPT_MINWIDTH, OPT_INVERTED, OPT_KIND, OPT_PID, OPT_NAMES };
+enum { OPT_TITLE = 256, OPT_WIDTH, OPT_MINWIDTH, OPT_INVERTED, OPT_KIND, OPT_PID, OPT_NAMES,
+       OPT_DIFF };
 
 static const struct option vis_longopts[] = {
 	{ "input", required_argument, NULL, 'i' },
@@ -49,6 +51,7 @@ static const struct option vis_longopts[] = {
 	{ "kind", required_argument, NULL, OPT_KIND },
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "names", required_argument, NULL, OPT_NAMES },
+	{ "diff", required_argument, NULL, OPT_DIFF },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -81,6 +84,9 @@ static void vis_help(void)
 "      --pid <pid>       only this process (default: every process of the directory)\n"
 "      --names <style>   frame names: func ('func (file:line)', default) or lib\n"
 "                        ('lib|file:line', as the earlier tool wrote them)\n"
+"      --diff <A> <B>    a differential flamegraph of two recordings instead,\n"
+"                        fltrace-data-flamegraph-diff.svg: widths are B's faults, red frames\n"
+"                        grew since A, blue ones shrank (-o sets where it goes)\n"
 "  -h, --help            this help\n"
 "\n"
 "exit status: 0 when every picture was written; 1 when there is no trace or one could not be\n"
@@ -172,6 +178,9 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 				return cli_error(CLI_EXIT_USAGE, "visualize", "--names %s: unknown style; "
 						 "give func or lib", optarg);
 			break;
+		case OPT_DIFF:
+			env->diff_a = optarg;
+			break;
 		case 'h':
 			vis_help();
 			return -1;
@@ -182,6 +191,12 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 			return cli_error(CLI_EXIT_USAGE, "visualize", "%s: unknown option; run 'fltrace "
 					 "visualize --help'", argv[optind - 1]);
 		}
+	}
+	if (env->diff_a) {
+		if (optind >= argc)
+			return cli_error(CLI_EXIT_USAGE, "visualize", "--diff needs two trace "
+					 "directories; give --diff A B");
+		env->diff_b = argv[optind++];
 	}
 	if (optind < argc)
 		return cli_error(CLI_EXIT_USAGE, "visualize", "%s: unexpected argument; give the "
@@ -219,6 +234,7 @@ struct vis_proc {
 	size_t namelen;
 	const char **frames;
 	size_t nframes_cap;
+	bool before;              /* --diff: rows of the earlier run */
 };
 
 static enum svg_kind vis_kind(uint8_t kind, uint8_t origin)
@@ -331,8 +347,11 @@ static int vis_add_row(struct vis_proc *vp, const struct symbolizer *sym, const 
 			*next++ = 0;
 		vp->frames[n++] = p;
 	}
-	err = svg_flame_add(vp->all, vp->frames, n, r->count, acc, kind);
-	if (!err && r->kind == FT_KIND_ZERO)
+	if (vp->before)
+		err = svg_flame_add_before(vp->all, vp->frames, n, r->count);
+	else
+		err = svg_flame_add(vp->all, vp->frames, n, r->count, acc, kind);
+	if (!err && vp->alloc && r->kind == FT_KIND_ZERO)
 		err = svg_flame_add(vp->alloc, vp->frames, n, r->count, acc, kind);
 	free(vp->namebuf);
 	vp->namebuf = NULL;
@@ -383,15 +402,29 @@ static int vis_keep_header(struct vis_proc *vp, const char *path, char *err, siz
 	return ret;
 }
 
+/* Symbolize the rows of one loaded trace and add them to the flamegraphs. */
+static int vis_add_process(struct vis_proc *vp, struct an_process *p)
+{
+	struct symbolizer *sym = sym_new();
+	struct agg_row **rows;
+	size_t n;
+	int ret = sym ? agg_symbolize(p->rows, sym, p->maps) : -ENOMEM;
+
+	if (!ret)
+		ret = sym_resolve(sym);
+	n = ret ? 0 : agg_rows(p->rows, &rows);
+	for (size_t k = 0; !ret && k < n; k++)
+		ret = vis_add_row(vp, sym, rows[k]);
+	sym_free(sym);
+	return ret;
+}
+
 /* Load every generation of one pid: entries [first, last) of the sorted trace list. */
 static int vis_load(struct vis_proc *vp, const struct trace_list *l, size_t first, size_t last,
 		    char *err, size_t errlen)
 {
 	for (size_t i = first; i < last; i++) {
 		struct an_process *p = NULL;
-		struct symbolizer *sym = NULL;
-		struct agg_row **rows;
-		size_t n;
 		int ret;
 
 		if ((ret = vis_keep_header(vp, l->v[i].path, err, errlen)))
@@ -403,14 +436,7 @@ static int vis_load(struct vis_proc *vp, const struct trace_list *l, size_t firs
 			cli_note("%s: %s", l->v[i].path, p->warning);
 			snprintf(vp->warning, sizeof(vp->warning), "%s: %s", l->v[i].path, p->warning);
 		}
-		sym = sym_new();
-		ret = sym ? agg_symbolize(p->rows, sym, p->maps) : -ENOMEM;
-		if (!ret)
-			ret = sym_resolve(sym);
-		n = ret ? 0 : agg_rows(p->rows, &rows);
-		for (size_t k = 0; !ret && k < n; k++)
-			ret = vis_add_row(vp, sym, rows[k]);
-		sym_free(sym);
+		ret = vis_add_process(vp, p);
 		an_process_free(p);
 		if (ret) {
 			snprintf(err, errlen, "%s: %s", l->v[i].path,
@@ -595,6 +621,77 @@ static void vis_proc_free(struct vis_proc *vp)
 	free(vp->namebuf);
 }
 
+/* ---- --diff A B ---- */
+
+/* Every process of dir into vp->all, as the earlier run (before) or the later one. */
+static int vis_diff_load(struct vis_proc *vp, const char *dir, char *err, size_t errlen)
+{
+	struct trace_list l = { 0 };
+	int ret = trace_list_dir(dir, &l);
+
+	if (ret) {
+		snprintf(err, errlen, "cannot read %s: %s; give two directories of recordings to "
+			 "--diff", dir, strerror(-ret));
+		return ret;
+	}
+	if (!l.n) {
+		snprintf(err, errlen, "no trace (fltrace-data-trace-*.bin) in %s; give the output "
+			 "directory of a 'fltrace record' run to --diff", dir);
+		ret = -ENOENT;
+	}
+	for (size_t i = 0; i < l.n && !ret; i++) {
+		struct an_process *p = NULL;
+
+		if (vp->env->has_pid && l.v[i].pid != vp->env->pid)
+			continue;
+		ret = an_process_load(l.v[i].path, &vp->env->filter, NULL, NULL, &p, err, errlen);
+		if (ret)
+			break;
+		ret = vis_add_process(vp, p);
+		an_process_free(p);
+		if (ret)
+			snprintf(err, errlen, "%s: %s", l.v[i].path, strerror(-ret));
+	}
+	trace_list_free(&l);
+	return ret;
+}
+
+static int vis_diff(const struct vis_env *env)
+{
+	struct vis_proc vp = { .env = env, .all = svg_flame_new() };
+	char err[1024] = "out of memory", title[1024], path[4096];
+	int rc = vp.all ? 0 : -ENOMEM;
+	FILE *f;
+
+	vp.before = true;
+	if (!rc)
+		rc = vis_diff_load(&vp, env->diff_a, err, sizeof(err));
+	vp.before = false;
+	if (!rc)
+		rc = vis_diff_load(&vp, env->diff_b, err, sizeof(err));
+	if (rc) {
+		vis_proc_free(&vp);
+		return cli_error(CLI_EXIT_FAIL, "visualize", "%s", err);
+	}
+	if (env->title)
+		snprintf(title, sizeof(title), "%s", env->title);
+	else
+		snprintf(title, sizeof(title), "Page faults: %s -> %s", env->diff_a, env->diff_b);
+	struct svg_flame_opts fo = { .title = title, .subtitle = env->kinds_text[0] ?
+				     env->kinds_text : NULL, .width = env->width,
+				     .minwidth = env->minwidth, .inverted = env->inverted,
+				     .diff = true };
+	snprintf(path, sizeof(path), "%s/fltrace-data-flamegraph-diff.svg", env->outdir);
+	f = fopen(path, "w");
+	if (!f)
+		rc = cli_error(CLI_EXIT_FAIL, "visualize", "cannot write %s: %s; check that -o "
+			       "names a writable directory", path, strerror(errno));
+	else
+		rc = vis_close(f, path, svg_flame_write(vp.all, f, &fo)) ? CLI_EXIT_FAIL : 0;
+	vis_proc_free(&vp);
+	return rc;
+}
+
 int cmd_visualize(int argc, char **argv)
 {
 	struct vis_env env;
@@ -604,6 +701,8 @@ int cmd_visualize(int argc, char **argv)
 
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc; /* -1: --help */
+	if (env.diff_a)
+		return vis_diff(&env);
 	rc = trace_list_dir(env.indir, &l);
 	if (rc)
 		return cli_error(CLI_EXIT_FAIL, "visualize", "cannot read directory %s: %s; give the "

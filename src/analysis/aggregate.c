@@ -462,6 +462,12 @@ int agg_regroup(struct agg_table *dst, struct agg_table *src, enum agg_by by,
 				snprintf(tmp, sizeof(tmp), "%llx", (unsigned long long)r->ips[0]);
 				pos = agg_key_str(key, pos, cap, f ? f->lib : "??");
 				pos = agg_key_str(key, pos, cap, tmp);
+			} else if (by == AGG_BY_LINE && !strcmp(f->locs[0].file, "??")) {
+				/* No line known (no debug info): group by function, not into one
+				 * ??:? row. */
+				pos = agg_key_str(key, pos, cap, f->lib);
+				pos = agg_key_str(key, pos, cap, "\x01function");
+				pos = agg_key_str(key, pos, cap, f->func);
 			} else {
 				pos = agg_key_str(key, pos, cap, f->lib);
 				pos = agg_key_str(key, pos, cap,

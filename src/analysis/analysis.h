@@ -114,6 +114,8 @@ int64_t sym_add(struct symbolizer *s, const struct maps_history *m, uint64_t ip,
  * object. Returns 0 or -errno. */
 int sym_resolve(struct symbolizer *s);
 const struct sym_frame *sym_frame(const struct symbolizer *s, int64_t id);
+/* Ids are dense: 0 .. sym_nr_frames() - 1. */
+size_t sym_nr_frames(const struct symbolizer *s);
 
 /* Pure helpers, exported for tests. */
 /* Translate a runtime address inside a mapping [map_start, ...) at file offset map_offset with
@@ -230,5 +232,38 @@ void csv_put(FILE *out, const char *s);
 /* The text of one frame of a row for folded stacks: "func (file:line)", inlines expanded
  * outermost first into separate frames joined by ';'. */
 void folded_put_frame(FILE *out, const struct sym_frame *fr);
+
+/* ---------------------------------------------------------------- two runs compared (diff.c)
+ * Rows of run A (side 0) and run B (side 1), keyed by symbolized callsite text so that load
+ * addresses and pids do not matter; kinds and accesses are summed (filter with agg_filter). */
+struct diff_row {
+	const char *callsite; /* folded stack, root first (or the leaf frame / function) */
+	const char *func, *code, *lib; /* the leaf frame */
+	uint64_t a, b;        /* pages faulted in run A and run B */
+};
+struct diff_table;
+struct diff_table *diff_new(void);
+void diff_free(struct diff_table *d);
+/* Add the rows of a symbolized table (from s) as side 0 (A) or 1 (B), grouped by view. */
+int diff_add(struct diff_table *d, int side, struct agg_table *t, const struct symbolizer *s,
+	     enum agg_by by);
+/* Rows sorted by the size of the change, biggest first (then B's count, then callsite). The
+ * symbolizer of diff_add must live as long as the rows are used. */
+size_t diff_rows(struct diff_table *d, struct diff_row ***rows);
+void diff_totals(const struct diff_table *d, uint64_t *a, uint64_t *b);
+
+/* ---------------------------------------------------------------- interning (intern.c)
+ * Distinct strings with dense ids in the order first seen. Zero-initialise, intern_free at the
+ * end. */
+struct intern {
+	char **strs;   /* strs[id] */
+	size_t n, cap;
+	size_t *hash, hcap;
+};
+/* The id of s, added if new (*fresh, if given, says so); -ENOMEM when out of memory. */
+int64_t intern_id(struct intern *in, const char *s, bool *fresh);
+void intern_free(struct intern *in);
+/* JSON: s as a quoted string with its escapes. */
+void json_put(FILE *out, const char *s);
 
 #endif

@@ -1,4 +1,5 @@
-/* Text writers shared by the report views: RFC 4180 CSV fields and folded-stack frame names. */
+/* Text writers shared by the report views: RFC 4180 CSV fields, JSON strings and folded-stack
+ * frame names. */
 #include <string.h>
 
 #include "analysis.h"
@@ -49,4 +50,19 @@ void folded_put_frame(FILE *out, const struct sym_frame *fr)
 		if (i)
 			fputc(';', out);
 	}
+}
+
+void json_put(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
 }

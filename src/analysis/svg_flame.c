@@ -14,6 +14,7 @@ struct flame_node {
 	uint32_t depth;
 	uint64_t total;                          /* samples in this frame and below */
 	uint64_t self[SVG_KIND_NR][SVG_ACC_NR]; /* samples that end here, by leaf attributes */
+	uint64_t before;                         /* differential graphs: the other run's total */
 };
 
 struct svg_flame {
@@ -149,6 +150,29 @@ out:
 	return err;
 }
 
+int svg_flame_add_before(struct svg_flame *fl, const char *const *frames, size_t n,
+			 uint64_t count)
+{
+	static const char *const no_stack[] = { "[no stack]" };
+	uint32_t cur = 0;
+
+	if (n == 0) {
+		frames = no_stack;
+		n = 1;
+	}
+	/* Frames only the earlier run had get a node of width 0: not drawn, but a sibling's
+	 * order and the path of a later add stay the same. Counts go in only once the path is
+	 * whole, as in svg_flame_add. */
+	for (size_t i = 0; i < n; i++) {
+		cur = flame_child(fl, cur, frames[i] ? frames[i] : "[unknown]");
+		if (cur == NO_NODE)
+			return -ENOMEM;
+	}
+	for (uint32_t k = cur; k != NO_NODE; k = fl->nodes[k].parent)
+		fl->nodes[k].before += count;
+	return 0;
+}
+
 uint64_t svg_flame_total(const struct svg_flame *fl)
 {
 	return fl->nodes[0].total;
@@ -173,6 +197,7 @@ struct flame_layout {
 	double minwidth;
 	uint32_t max_depth;
 	double height;
+	uint64_t max_change;  /* differential: the biggest |total - before| of a drawn frame */
 	FILE *out;
 };
 
@@ -216,8 +241,13 @@ static int layout_children(struct flame_layout *L)
 static void layout_depth(struct flame_layout *L, uint32_t node)
 {
 	const struct flame_node *n = &L->fl->nodes[node];
-	if ((double)n->total * L->scale < L->minwidth)
+	if ((double)n->total * L->scale < L->minwidth || !n->total)
 		return;
+	if (node && L->o->diff) {
+		uint64_t c = n->total > n->before ? n->total - n->before : n->before - n->total;
+		if (c > L->max_change)
+			L->max_change = c;
+	}
 	if (n->depth > L->max_depth)
 		L->max_depth = n->depth;
 	for (uint32_t k = L->kid_start[node]; k < L->kid_start[node + 1]; k++)
@@ -250,6 +280,21 @@ static int node_dominant(const struct flame_node *n, int *kind, int *acc)
 	return best > 0;
 }
 
+/* Differential colour: red where the frame grew since the earlier run, blue where it shrank,
+ * deeper the bigger the change against the biggest one; grey when equal. */
+static struct svg_rgb diff_colour(const struct flame_layout *L, const struct flame_node *n)
+{
+	double x = L->max_change ? (double)(n->total > n->before ? n->total - n->before :
+					    n->before - n->total) / (double)L->max_change : 0;
+	uint8_t pale = (uint8_t)(225 - 175 * x);
+
+	if (n->total == n->before)
+		return (struct svg_rgb){ 225, 225, 225 };
+	if (n->total > n->before)
+		return (struct svg_rgb){ 255, pale, pale };
+	return (struct svg_rgb){ pale, pale, 255 };
+}
+
 static void write_frame(struct flame_layout *L, uint32_t node, uint64_t offset)
 {
 	const struct flame_node *n = &L->fl->nodes[node];
@@ -261,15 +306,22 @@ static void write_frame(struct flame_layout *L, uint32_t node, uint64_t offset)
 	struct svg_rgb c;
 	int kind = 0, acc = 0, leaf = node_dominant(n, &kind, &acc);
 
-	if (w < L->minwidth)
+	if (w < L->minwidth || !n->total)
 		return;
-	c = leaf ? svg_leaf_colour(kind, acc) : svg_name_colour(n->name);
+	c = L->o->diff ? diff_colour(L, n) : leaf ? svg_leaf_colour(kind, acc) :
+		svg_name_colour(n->name);
 	fputs("<g class=\"f\"><title>", out);
 	svg_put_escaped(out, n->name);
 	fprintf(out, " (%llu %s, ", (unsigned long long)n->total, L->unit);
 	put_pct(out, n->total, total);
 	fputc(')', out);
-	if (leaf) {
+	if (L->o->diff) {
+		fprintf(out, "&#10;before: %llu, change: %+lld", (unsigned long long)n->before,
+			(long long)n->total - (long long)n->before);
+		if (n->before)
+			fprintf(out, " (%+.1f%%)", 100.0 * ((double)n->total - (double)n->before) /
+				(double)n->before);
+	} else if (leaf) {
 		/* Second tooltip line: what the faults that end here were. */
 		uint64_t self = 0;
 		for (int k = 0; k < SVG_KIND_NR; k++)
@@ -435,6 +487,18 @@ static void write_legend(struct flame_layout *L)
 	bool present[SVG_KIND_NR][SVG_ACC_NR] = { { false } };
 	double x = XPAD, y = L->height - 18;
 
+	if (L->o->diff) {
+		struct svg_rgb up = { 255, 50, 50 }, down = { 50, 50, 255 };
+		fprintf(out, "<g id=\"legend\"><text x=\"%.1f\" y=\"%.1f\">width: %s in the later "
+			     "run; colour: the change since the earlier run, deeper is bigger</text>\n"
+			     "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"rgb(%u,%u,%u)\"/>"
+			     "<text x=\"%.1f\" y=\"%.1f\">grew</text>"
+			     "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"rgb(%u,%u,%u)\"/>"
+			     "<text x=\"%.1f\" y=\"%.1f\">shrank</text></g>\n",
+			x, y - 14, L->unit, x, y, up.r, up.g, up.b, x + 18, y + 11, x + 70, y,
+			down.r, down.g, down.b, x + 88, y + 11);
+		return;
+	}
 	for (uint32_t i = 0; i < fl->nr; i++)
 		for (int k = 0; k < SVG_KIND_NR; k++)
 			for (int a = 0; a < SVG_ACC_NR; a++)

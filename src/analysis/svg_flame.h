@@ -19,6 +19,7 @@ struct svg_flame_opts {
 	unsigned width;       /* image width in px; 0 means 1200 */
 	double minwidth;      /* frames narrower than this (px) are left out with their children; <0: 0.1 */
 	bool inverted;        /* icicle: roots at the top, growing down */
+	bool diff;            /* differential: colour by the change since svg_flame_add_before */
 };
 
 /* Returns NULL when out of memory. */
@@ -29,6 +30,11 @@ void svg_flame_free(struct svg_flame *fl);
  * the access and kind. n == 0 is filed under "[no stack]". Names are copied. 0 or -ENOMEM. */
 int svg_flame_add(struct svg_flame *fl, const char *const *frames, size_t n, uint64_t count,
 		  enum svg_access acc, enum svg_kind kind);
+
+/* Add count samples of one stack of an earlier run, for a differential graph (opts.diff): widths
+ * stay those of svg_flame_add, colours show the change. 0 or -ENOMEM. */
+int svg_flame_add_before(struct svg_flame *fl, const char *const *frames, size_t n,
+			 uint64_t count);
 
 /* Sum of all counts added so far. */
 uint64_t svg_flame_total(const struct svg_flame *fl);

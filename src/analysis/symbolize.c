@@ -20,6 +20,10 @@ struct sym_symbol {
 	int rank; /* lower is preferred among aliases */
 };
 
+struct sym_range {
+	uint64_t start, end;
+};
+
 struct sym_object {
 	char *path;        /* as mapped */
 	char *debug_path;  /* separate debug info, or NULL */
@@ -30,6 +34,8 @@ struct sym_object {
 	uint32_t build_id_len;
 	struct sym_symbol *syms;
 	size_t nsyms;
+	struct sym_range *fns;  /* function extents from the unwind table, sorted by start */
+	size_t nfns;
 	char *strtab;      /* names of syms, one block */
 	size_t strtab_len, strtab_cap;
 	bool loaded, broken, mismatch;
@@ -88,6 +94,7 @@ void sym_free(struct symbolizer *s)
 		free(o->debug_path);
 		free(o->segs);
 		free(o->syms);
+		free(o->fns);
 		free(o->strtab);
 		free(o->pend);
 	}
@@ -375,6 +382,94 @@ static const char *sym_lookup_func(const struct sym_object *o, uint64_t a)
 	return o->syms[lo - 1].name;
 }
 
+/* ------------------------------------------------------------------ unwind table */
+
+static int32_t sym_s32(const uint8_t *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* The section called name: its address and contents (NULL if absent or empty). */
+static const uint8_t *sym_section(Elf *e, size_t shstrndx, const char *name, uint64_t *addr,
+				  size_t *size)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *sname;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		sname = elf_strptr(e, shstrndx, sh.sh_name);
+		if (!sname || strcmp(sname, name) || !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		*addr = sh.sh_addr;
+		*size = d->d_size;
+		return d->d_buf;
+	}
+	return NULL;
+}
+
+/* Function extents of a stripped object from its unwind table: .eh_frame_hdr lists every FDE
+ * by start address, and each FDE gives its length. Only the layout every x86-64 toolchain
+ * writes is read (a table of datarel sdata4 pairs, FDEs with pcrel sdata4 addresses); another
+ * layout leaves the object without extents, never with wrong ones. */
+static int sym_load_fdes(struct sym_object *o, const char *path)
+{
+	const uint8_t *hdr, *ehf;
+	uint64_t hdr_addr, ehf_addr;
+	size_t hdr_size, ehf_size, shstrndx, n;
+	Elf *e;
+	int fd, ret = sym_elf_open(path, &fd, &e);
+
+	if (ret)
+		return ret;
+	if (elf_getshdrstrndx(e, &shstrndx) != 0 ||
+	    !(hdr = sym_section(e, shstrndx, ".eh_frame_hdr", &hdr_addr, &hdr_size)) ||
+	    !(ehf = sym_section(e, shstrndx, ".eh_frame", &ehf_addr, &ehf_size)) ||
+	    hdr_size < 12 || hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b)
+		goto out;
+	n = (uint32_t)sym_s32(hdr + 8);
+	if (n > (hdr_size - 12) / 8 || !(o->fns = calloc(n + 1, sizeof(*o->fns))))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t start = hdr_addr + (int64_t)sym_s32(hdr + 12 + 8 * i);
+		uint64_t fde = hdr_addr + (int64_t)sym_s32(hdr + 16 + 8 * i), off = fde - ehf_addr;
+
+		/* The FDE: length, CIE pointer, pc_begin (pcrel), pc_range. Its pc_begin must be
+		 * the table's start, else the encoding is not the one assumed. */
+		if (fde < ehf_addr || off + 16 > ehf_size ||
+		    fde + 8 + (int64_t)sym_s32(ehf + off + 8) != start)
+			continue;
+		o->fns[o->nfns++] = (struct sym_range){ start, start + (uint32_t)sym_s32(ehf + off + 12) };
+	}
+out:
+	elf_end(e);
+	close(fd);
+	return 0;
+}
+
+/* The start of the function holding a, from the unwind table; 0 with *found false if none. */
+static uint64_t sym_lookup_fde(const struct sym_object *o, uint64_t a, bool *found)
+{
+	size_t lo = 0, hi = o->nfns;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (o->fns[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo && a < o->fns[lo - 1].end;
+	return *found ? o->fns[lo - 1].start : 0;
+}
+
 static void sym_warn_once(struct sym_object *o, const char *fmt, const char *what)
 {
 	if (o->broken || o->mismatch)
@@ -394,7 +489,7 @@ static void sym_object_load(struct sym_object *o)
 	o->loaded = true;
 	ret = sym_elf_info(o->path, &o->segs, &o->nsegs, o->build_id, &o->build_id_len);
 	if (ret) {
-		sym_warn_once(o, "%s; its frames are reported as ??", ret == -ENOENT ?
+		sym_warn_once(o, "%s; its frames are named by object and offset", ret == -ENOENT ?
 			      "no longer exists (changed or removed since recording)" :
 			      "not a readable ELF object");
 		o->broken = true;
@@ -416,6 +511,9 @@ static void sym_object_load(struct sym_object *o)
 		}
 	}
 	sym_finish_symbols(o);
+	/* No symbol table worth the name (a stripped object): functions from the unwind table. */
+	if (!dbg_dwarf && !dwarf && sym_load_fdes(o, o->path))
+		o->nfns = 0;
 	if (dbg_dwarf)
 		o->dwarf_path = o->debug_path;
 	else if (dwarf)
@@ -514,6 +612,34 @@ static void sym_frame_unknown(struct sym_frame *f, const char *lib)
 	f->resolved = false;
 }
 
+/* The last resort name of a frame whose object is known: "object+0xoffset" (the offset in the
+ * object, as objdump and addr2line count), kept for the symbolizer's lifetime. */
+static const char *sym_offset_name(struct symbolizer *s, const char *lib, uint64_t off)
+{
+	const char *base = strrchr(lib, '/');
+	char *p;
+
+	if (asprintf(&p, "%s+0x%" PRIx64, base ? base + 1 : lib, off) < 0)
+		return NULL;
+	return sym_keep(s, p);
+}
+
+/* A frame known only by that name: no file, no line. */
+static int sym_frame_offset_named(struct symbolizer *s, struct sym_frame *f, const char *lib,
+				  uint64_t off)
+{
+	const char *name = sym_offset_name(s, lib, off);
+	struct sym_loc *l = name ? malloc(sizeof(*l)) : NULL;
+
+	if (!l)
+		return -ENOMEM;
+	*l = (struct sym_loc){ name, "??", 0 };
+	f->locs = l;
+	f->nr_locs = 1;
+	f->func = f->funcs = name;
+	return 0;
+}
+
 /* Intern a lib name for unresolved frames (pseudo paths like [vdso], or a vanished object). */
 static const char *sym_lib_name(struct symbolizer *s, const char *path)
 {
@@ -564,7 +690,7 @@ int64_t sym_add(struct symbolizer *s, const struct maps_history *m, uint64_t ip,
 			return oi;
 		if (!s->obj[oi].broken && !s->obj[oi].mismatch && !sym_build_id_matches(&s->obj[oi], m)) {
 			sym_warn_once(&s->obj[oi], "%s", "build-id differs from the recorded one (the "
-				      "file changed since recording); its frames are reported as ??");
+				      "file changed since recording); its frames are named by object and offset");
 			s->obj[oi].mismatch = true;
 		}
 		if (s->obj[oi].broken || s->obj[oi].mismatch ||
@@ -612,6 +738,12 @@ int64_t sym_add(struct symbolizer *s, const struct maps_history *m, uint64_t ip,
 	s->fr[id].obj = oi;
 	if (oi < 0) {
 		sym_frame_unknown(&s->fr[id].pub, sym_lib_name(s, lib));
+		/* Never a bare ?? where the object is known (changed, vanished, [vdso]...): the
+		 * offset in its mapping, which is the file offset for a file. */
+		if (e && strcmp(s->fr[id].pub.lib, "??") &&
+		    sym_frame_offset_named(s, &s->fr[id].pub, s->fr[id].pub.lib,
+					   a - e->start + e->offset))
+			return -ENOMEM;
 		return id;
 	}
 	s->fr[id].pub.lib = s->obj[oi].path;
@@ -634,6 +766,11 @@ int64_t sym_add(struct symbolizer *s, const struct maps_history *m, uint64_t ip,
 const struct sym_frame *sym_frame(const struct symbolizer *s, int64_t id)
 {
 	return id >= 0 && (size_t)id < s->nfr ? &s->fr[id].pub : NULL;
+}
+
+size_t sym_nr_frames(const struct symbolizer *s)
+{
+	return s->nfr;
 }
 
 /* ------------------------------------------------------------------ addr2line */
@@ -866,9 +1003,22 @@ static int sym_resolve_object(struct symbolizer *s, struct sym_object *o)
 			memcpy(locs, b->locs, nl * sizeof(*locs));
 		else
 			locs[0] = sym_unknown_loc;
-		/* Debug info names the function demangled; without it the symbol table does. */
-		if (strcmp(locs[nl - 1].func, "??") == 0 && symname)
+		/* Debug info names the function demangled; without it the symbol table does
+		 * (.symtab, of the object or of its debug file, then .dynsym); without either, the
+		 * object and the offset of the function's entry (from the unwind table), or of the
+		 * address itself. */
+		if (strcmp(locs[nl - 1].func, "??") == 0 && symname) {
 			locs[nl - 1].func = symname;
+		} else if (strcmp(locs[nl - 1].func, "??") == 0) {
+			bool found;
+			uint64_t entry = sym_lookup_fde(o, f->obj_addr, &found);
+			locs[nl - 1].func = sym_offset_name(s, o->path, found ? entry : f->obj_addr);
+		}
+		if (!locs[nl - 1].func) {
+			free(locs);
+			ret = -ENOMEM;
+			goto out;
+		}
 		f->locs = locs;
 		f->nr_locs = nl;
 		ret = sym_frame_finish(s, f);

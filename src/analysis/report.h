@@ -1,0 +1,78 @@
+/* The report writers: every output of `fltrace report` (CSV, top, folded, raw, files and the
+ * exports to other profilers) is a row of one table, looked up by its --format name. */
+#ifndef FLTRACE_REPORT_H
+#define FLTRACE_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analysis.h"
+
+/* What a grouped-rows writer gets: one process (or all of them merged), grouped by the view the
+ * user chose and symbolized. */
+struct report_view {
+	struct agg_table *rows;
+	const struct symbolizer *sym;
+	const char *title;    /* "pid 1000 (/usr/bin/sort)" or "all processes" */
+	const char *exe;      /* the command of the first process ("" if unknown) */
+	uint32_t pid;         /* the first process */
+	uint64_t page_size;
+	uint64_t start_ns;    /* the trace's start (realtime), for writers that print times */
+	long top;             /* rows shown by the top writer */
+};
+
+/* What a --diff writer gets: the callsites of two runs. */
+struct report_diff_view {
+	struct diff_table *diff;
+	const char *a, *b;    /* the two trace directories */
+	long top;
+};
+
+struct report_writer {
+	const char *name;     /* the --format value */
+	const char *summary;  /* one line of --help */
+	/* Where it goes: a file per process next to the traces, "fltrace-data-<stem>-<pid>.<ext>"
+	 * (or "-all" with --merge), or standard output when ext is NULL. */
+	const char *stem, *ext;
+	bool merge_always;    /* one output for all processes even without --merge (folded) */
+	bool binary;          /* refuses a terminal */
+	/* Grouped-rows writers: called once per output. 0, -ENOMEM or -EIO. */
+	int (*write)(FILE *out, const struct report_view *v);
+	/* --diff A B: the compared callsites (NULL: the format has no diff form). */
+	int (*write_diff)(FILE *out, const struct report_diff_view *v);
+	/* Per-fault writers see every kept fault of one trace as it is read (one file per trace
+	 * generation when per_gen): begin, fault..., end. end also frees the state. */
+	bool per_gen;
+	int (*begin)(FILE *out, void **state);
+	int (*fault)(void *state, FILE *out, const struct trace *t, const struct ft_fault *f,
+		     const struct ft_stack *st, const struct ft_region *rg);
+	int (*end)(void *state, FILE *out, uint64_t start_ns);
+};
+
+/* The writer called name, or NULL. */
+const struct report_writer *report_writer_find(const char *name);
+/* All writers, for --help: n rows. */
+const struct report_writer *report_writers(size_t *n);
+
+/* The writers themselves, one file each (report_text.c, report_pprof.c, ...). */
+int report_write_csv(FILE *out, const struct report_view *v);
+int report_write_top(FILE *out, const struct report_view *v);
+int report_write_folded(FILE *out, const struct report_view *v);
+int report_write_pprof(FILE *out, const struct report_view *v);
+int report_write_speedscope(FILE *out, const struct report_view *v);
+int report_write_perf_script(FILE *out, const struct report_view *v);
+int report_diff_csv(FILE *out, const struct report_diff_view *v);
+int report_diff_top(FILE *out, const struct report_diff_view *v);
+int report_diff_folded(FILE *out, const struct report_diff_view *v);
+int report_raw_begin(FILE *out, void **state);
+int report_raw_fault(void *state, FILE *out, const struct trace *t, const struct ft_fault *f,
+		     const struct ft_stack *st, const struct ft_region *rg);
+int report_raw_end(void *state, FILE *out, uint64_t start_ns);
+int report_files_begin(FILE *out, void **state);
+int report_files_fault(void *state, FILE *out, const struct trace *t, const struct ft_fault *f,
+		       const struct ft_stack *st, const struct ft_region *rg);
+int report_files_end(void *state, FILE *out, uint64_t start_ns);
+
+#endif
