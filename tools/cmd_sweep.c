@@ -18,6 +18,7 @@
 #include "../src/analysis/svg_common.h"
 #include "builtin.h"
 #include "cli.h"
+#include "record.h"
 #include "sweep.h"
 
 #define SWEEP_DEFAULT_DIR "fltrace-sweep"
@@ -173,11 +174,15 @@ static int sweep_parse_policies(const char *arg, struct sweep_opts *o, struct sw
 	return 0;
 }
 
-/* A record option passed on as "--name=value": record checks the value, at the first run. */
+/* A record option passed on as "--name=value", checked first as record checks it: a bad value
+ * stops the sweep before any run. */
 static int sweep_forward(struct sweep_opts *o, const char *name, const char *arg)
 {
 	char *opt;
+	int err = record_check_option(name, arg);
 
+	if (err)
+		return err;
 	if (o->nforward == SWEEP_MAX_FORWARD)
 		return cli_error(CLI_EXIT_USAGE, "sweep", "too many record options; give each once");
 	if (asprintf(&opt, "--%s=%s", name, arg[0] == '=' ? arg + 1 : arg) < 0)
