@@ -7,33 +7,12 @@
 #include <string.h>
 
 #include "../src/analysis/analysis.h"
+#include "../src/analysis/callsites.h"
 #include "../src/analysis/svg_curve.h"
 #include "cli.h"
 #include "sweep.h"
 
 #define SWEEP_MB (1024.0 * 1024.0)
-
-/* One callsite's faults in one run, as collected; folded into struct sweep_site by key. */
-struct sweep_hit {
-	char *key;      /* "func\tfile:line\tobject" */
-	size_t run;
-	uint64_t pages;
-};
-
-struct sweep_site {
-	const char *key;           /* owned by the hits array */
-	uint64_t *pages;           /* [nruns] */
-	uint64_t rank;             /* pages at the smallest size of every policy */
-	uint64_t total;
-};
-
-struct sweep_sites {
-	struct sweep_hit *hits;
-	size_t nhits, cap;
-	struct sweep_site *v;
-	size_t n;
-	size_t nruns;
-};
 
 /* ---- slowdown ---- */
 
@@ -58,47 +37,12 @@ static void sweep_slowdowns(struct sweep *s)
 
 /* ---- callsites ---- */
 
-static int sweep_hit_add(struct sweep_sites *ss, size_t run, const char *key, uint64_t pages)
-{
-	if (ss->nhits == ss->cap) {
-		size_t cap = ss->cap ? ss->cap * 2 : 256;
-		struct sweep_hit *v = realloc(ss->hits, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		ss->hits = v;
-		ss->cap = cap;
-	}
-	if (!(ss->hits[ss->nhits].key = strdup(key)))
-		return -ENOMEM;
-	ss->hits[ss->nhits].run = run;
-	ss->hits[ss->nhits++].pages = pages;
-	return 0;
-}
-
-/* The key of a by-line row: its innermost frame's function, file:line and object. An unknown
- * line keeps its object and offset, which (unlike the address) is the same in every run. */
-static void sweep_row_key(char *buf, size_t len, const struct agg_row *r, const struct symbolizer *sym)
-{
-	const struct sym_frame *f = r->depth && r->frames ? sym_frame(sym, r->frames[0]) : NULL;
-	const char *lib = f ? f->lib : "", *base = strrchr(lib, '/');
-
-	base = base ? base + 1 : lib;
-	if (!r->depth)
-		snprintf(buf, len, "[no stack]\t\t");
-	else if (!f)
-		snprintf(buf, len, "??\t??:?\t");
-	else if (!f->resolved || !strcmp(f->code, "??:?"))
-		snprintf(buf, len, "%s\t%s+0x%" PRIx64 "\t%s", f->func, base, f->obj_addr, base);
-	else
-		snprintf(buf, len, "%s\t%s\t%s", f->func, f->code, base);
-}
-
-/* Every process of one run, by line, into the hits of run `run`. */
-static int sweep_collect_run(struct sweep_sites *ss, size_t run, const char *dir)
+/* Every process of one run, by line, into column `run`. */
+static int sweep_collect_run(struct callsites *cs, size_t run, const char *dir)
 {
 	struct agg_filter all = { 0 };
 	struct trace_list l;
-	char err[512], key[4096];
+	char err[512];
 	int ret = trace_list_dir(dir, &l);
 
 	if (ret)
@@ -106,34 +50,18 @@ static int sweep_collect_run(struct sweep_sites *ss, size_t run, const char *dir
 	for (size_t i = 0; i < l.n && !ret; i++) {
 		struct an_process *p = NULL;
 		struct symbolizer *sym = sym_new();
-		struct agg_table *byline = agg_new();
-		struct agg_row **rows;
-		size_t n;
 
-		ret = sym && byline ? an_process_load(l.v[i].path, &all, NULL, NULL, &p, err, sizeof(err))
-				    : -ENOMEM;
+		err[0] = 0;
+		ret = sym ? an_process_load(l.v[i].path, &all, NULL, NULL, &p, err, sizeof(err)) : -ENOMEM;
 		if (!ret && !(ret = agg_symbolize(p->rows, sym, p->maps)) && !(ret = sym_resolve(sym)))
-			ret = agg_regroup(byline, p->rows, AGG_BY_LINE, sym);
-		n = ret ? 0 : agg_rows(byline, &rows);
-		for (size_t k = 0; k < n && !ret; k++) {
-			sweep_row_key(key, sizeof(key), rows[k], sym);
-			ret = sweep_hit_add(ss, run, key, rows[k]->count);
-		}
-		if (ret && ret != -ENOMEM && err[0])
+			ret = callsites_add(cs, p->rows, sym, (int)run);
+		if (ret && err[0])
 			cli_note("sweep: %s: %s", l.v[i].path, err);
-		agg_free(byline);
 		sym_free(sym);
 		an_process_free(p);
 	}
 	trace_list_free(&l);
 	return ret;
-}
-
-static int sweep_cmp_hit(const void *a, const void *b)
-{
-	const struct sweep_hit *x = a, *y = b;
-	int c = strcmp(x->key, y->key);
-	return c ? c : x->run < y->run ? -1 : x->run > y->run;
 }
 
 /* Whether run i is the smallest size of its policy (sizes run largest first). */
@@ -145,60 +73,24 @@ static bool sweep_is_smallest(const struct sweep *s, size_t i)
 	return !s->runs[i].ample || s->nruns == 1;
 }
 
-static int sweep_cmp_site(const void *a, const void *b)
+/* The callsites of every run, most faults at the smallest sizes first. */
+static int sweep_callsites(const struct sweep *s, struct callsites **out)
 {
-	const struct sweep_site *x = a, *y = b;
+	struct callsites *cs = callsites_new(s->nruns);
+	bool smallest[SWEEP_MAX_RUNS];
+	int err = cs ? 0 : -ENOMEM;
 
-	if (x->rank != y->rank)
-		return x->rank > y->rank ? -1 : 1;
-	if (x->total != y->total)
-		return x->total > y->total ? -1 : 1;
-	return strcmp(x->key, y->key);
-}
-
-/* Hits sorted by key fold into one site each; sites sorted by faults at the smallest sizes. */
-static int sweep_fold_sites(const struct sweep *s, struct sweep_sites *ss)
-{
-	qsort(ss->hits, ss->nhits, sizeof(*ss->hits), sweep_cmp_hit);
-	ss->v = calloc(ss->nhits ? ss->nhits : 1, sizeof(*ss->v));
-	if (!ss->v)
-		return -ENOMEM;
-	for (size_t i = 0; i < ss->nhits; i++) {
-		const struct sweep_hit *h = &ss->hits[i];
-		struct sweep_site *site = ss->n ? &ss->v[ss->n - 1] : NULL;
-		if (!site || strcmp(site->key, h->key)) {
-			site = &ss->v[ss->n++];
-			site->key = h->key;
-			if (!(site->pages = calloc(s->nruns, sizeof(*site->pages))))
-				return -ENOMEM;
-		}
-		site->pages[h->run] += h->pages;
-		site->total += h->pages;
-		if (sweep_is_smallest(s, h->run))
-			site->rank += h->pages;
-	}
-	qsort(ss->v, ss->n, sizeof(*ss->v), sweep_cmp_site);
-	return 0;
-}
-
-static void sweep_sites_free(struct sweep_sites *ss)
-{
-	for (size_t i = 0; i < ss->n; i++)
-		free(ss->v[i].pages);
-	for (size_t i = 0; i < ss->nhits; i++)
-		free(ss->hits[i].key);
-	free(ss->v);
-	free(ss->hits);
-}
-
-/* The three fields of a key, copied out. */
-static void sweep_key_split(const char *key, char *func, char *code, char *obj, size_t len)
-{
-	const char *t1 = strchr(key, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-
-	snprintf(func, len, "%.*s", t1 ? (int)(t1 - key) : (int)strlen(key), key);
-	snprintf(code, len, "%.*s", t2 ? (int)(t2 - t1 - 1) : 0, t1 ? t1 + 1 : "");
-	snprintf(obj, len, "%s", t2 ? t2 + 1 : "");
+	for (size_t i = 0; i < s->nruns && !err; i++)
+		err = sweep_collect_run(cs, i, s->runs[i].dir);
+	for (size_t i = 0; i < s->nruns; i++)
+		smallest[i] = sweep_is_smallest(s, i);
+	if (!err)
+		err = callsites_sort(cs, smallest);
+	if (err)
+		callsites_free(cs);
+	else
+		*out = cs;
+	return err;
 }
 
 /* ---- files ---- */
@@ -251,9 +143,11 @@ static int sweep_write_csv(const struct sweep *s)
 	return sweep_close(f, path);
 }
 
-static int sweep_write_sites_csv(const struct sweep *s, const struct sweep_sites *ss)
+static int sweep_write_sites_csv(const struct sweep *s, const struct callsites *cs)
 {
-	char path[PATH_MAX + 32], func[4096], code[4096], obj[4096];
+	char path[PATH_MAX + 32];
+	const struct callsite *v;
+	size_t n = callsites_get(cs, &v);
 	FILE *f = sweep_create(s, "callsites.csv", path, sizeof(path));
 
 	if (!f)
@@ -262,15 +156,14 @@ static int sweep_write_sites_csv(const struct sweep *s, const struct sweep_sites
 	for (size_t i = 0; i < s->nruns; i++)
 		fprintf(f, ",%s", s->runs[i].name);
 	fputc('\n', f);
-	for (size_t i = 0; i < ss->n; i++) {
-		sweep_key_split(ss->v[i].key, func, code, obj, sizeof(func));
-		csv_put(f, func);
+	for (size_t i = 0; i < n; i++) {
+		csv_put(f, v[i].func);
 		fputc(',', f);
-		csv_put(f, code);
+		csv_put(f, v[i].code);
 		fputc(',', f);
-		csv_put(f, obj);
+		csv_put(f, v[i].lib);
 		for (size_t k = 0; k < s->nruns; k++)
-			fprintf(f, ",%" PRIu64, ss->v[i].pages[k]);
+			fprintf(f, ",%" PRIu64, v[i].pages[k]);
 		fputc('\n', f);
 	}
 	return sweep_close(f, path);
@@ -349,10 +242,10 @@ static void sweep_put_cut(FILE *o, const char *s, int width)
 		fprintf(o, "%-*s", width, s);
 }
 
-static void sweep_put_sites(FILE *o, const struct sweep *s, const struct sweep_sites *ss)
+static void sweep_put_sites(FILE *o, const struct sweep *s, const struct callsites *cs)
 {
-	size_t show = (size_t)s->top < ss->n ? (size_t)s->top : ss->n;
-	char func[4096], code[4096], obj[4096];
+	const struct callsite *v;
+	size_t n = callsites_get(cs, &v), show = (size_t)s->top < n ? (size_t)s->top : n;
 
 	fprintf(o, "\nTop callsites (innermost frame), faults (pages) in each run, most at the "
 		   "smallest size first:\n");
@@ -363,19 +256,18 @@ static void sweep_put_sites(FILE *o, const struct sweep *s, const struct sweep_s
 		fprintf(o, " %*.*s", 14, 14, s->runs[i].name);
 	fputc('\n', o);
 	for (size_t i = 0; i < show; i++) {
-		sweep_key_split(ss->v[i].key, func, code, obj, sizeof(func));
-		sweep_put_cut(o, func, 24);
+		sweep_put_cut(o, v[i].func, 24);
 		fputc(' ', o);
-		sweep_put_cut(o, code, 32);
+		sweep_put_cut(o, v[i].code, 32);
 		for (size_t k = 0; k < s->nruns; k++)
-			fprintf(o, " %14" PRIu64, ss->v[i].pages[k]);
+			fprintf(o, " %14" PRIu64, v[i].pages[k]);
 		fputc('\n', o);
 	}
-	if (ss->n > show)
-		fprintf(o, "(%zu more callsites in callsites.csv)\n", ss->n - show);
+	if (n > show)
+		fprintf(o, "(%zu more callsites in callsites.csv)\n", n - show);
 }
 
-static void sweep_put_text(FILE *o, const struct sweep *s, const struct sweep_sites *ss)
+static void sweep_put_text(FILE *o, const struct sweep *s, const struct callsites *cs)
 {
 	fputs("fltrace sweep:", o);
 	for (size_t i = 0; s->cmd_argv[i]; i++)
@@ -383,20 +275,20 @@ static void sweep_put_text(FILE *o, const struct sweep *s, const struct sweep_si
 	fprintf(o, "\n%zu runs in %s; slowdown relative to %s\n\n", s->nruns, s->outdir,
 		s->auto_sizes ? "the ample run" : "the largest -L of the same policy");
 	sweep_put_runs(o, s);
-	sweep_put_sites(o, s, ss);
+	sweep_put_sites(o, s, cs);
 }
 
-static int sweep_write_text(const struct sweep *s, const struct sweep_sites *ss)
+static int sweep_write_text(const struct sweep *s, const struct callsites *cs)
 {
 	char path[PATH_MAX + 32];
 	FILE *f = sweep_create(s, "sweep.txt", path, sizeof(path));
 
 	if (!f)
 		return CLI_EXIT_FAIL;
-	sweep_put_text(f, s, ss);
+	sweep_put_text(f, s, cs);
 	if (sweep_close(f, path))
 		return CLI_EXIT_FAIL;
-	sweep_put_text(stdout, s, ss);
+	sweep_put_text(stdout, s, cs);
 	printf("\nWritten in %s: sweep.csv, curve.svg, callsites.csv, sweep.txt; the command's "
 	       "output: %s/stdout. Look closer at one run with e.g. 'fltrace report -i %s --by line "
 	       "--top 20'.\n", s->outdir, s->runs[0].dir, s->runs[s->nruns - 1].dir);
@@ -405,26 +297,22 @@ static int sweep_write_text(const struct sweep *s, const struct sweep_sites *ss)
 
 int sweep_report(struct sweep *s)
 {
-	struct sweep_sites ss = { .nruns = s->nruns };
-	int rc = 0, err = 0;
+	struct callsites *cs = NULL;
+	int rc, err;
 
 	sweep_slowdowns(s);
 	cli_note("sweep: reading the callsites of %zu runs", s->nruns);
-	for (size_t i = 0; i < s->nruns && !err; i++)
-		err = sweep_collect_run(&ss, i, s->runs[i].dir);
-	if (!err)
-		err = sweep_fold_sites(s, &ss);
+	err = sweep_callsites(s, &cs);
 	if (err)
-		rc = cli_error(CLI_EXIT_FAIL, "sweep", "reading the traces failed: %s; check the runs "
-			       "with 'fltrace report -i %s/<run>'", strerror(-err), s->outdir);
+		return cli_error(CLI_EXIT_FAIL, "sweep", "reading the traces failed: %s; check the runs "
+				 "with 'fltrace report -i %s/<run>'", strerror(-err), s->outdir);
+	rc = sweep_write_csv(s);
 	if (!rc)
-		rc = sweep_write_csv(s);
-	if (!rc)
-		rc = sweep_write_sites_csv(s, &ss);
+		rc = sweep_write_sites_csv(s, cs);
 	if (!rc)
 		rc = sweep_write_curve(s);
 	if (!rc)
-		rc = sweep_write_text(s, &ss);
-	sweep_sites_free(&ss);
+		rc = sweep_write_text(s, cs);
+	callsites_free(cs);
 	return rc;
 }
