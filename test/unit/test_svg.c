@@ -362,12 +362,19 @@ fail:
 static int t_index(void)
 {
 	const char *argv[] = { "./prog", "<arg>", "a&b" };
+	uint64_t p1[SVG_KIND_NR] = { 7, 0, 0, 0, 0 }, p2[SVG_KIND_NR] = { 0, 0, 3, 0, 0 };
+	const struct callsite sites[] = { { "fill<T>", "prog.c:19", "prog", p1, 7, 7 },
+					  { "read", "prog.c:30", "prog", p2, 3, 3 } };
 	struct svg_index_info in = {
 		.pid = 42, .exe = "/bin/prog", .argv = argv, .argc = 3,
 		.options = { { "localmem", "64 MiB" } }, .noptions = 1,
 		.faults = 10, .by_kind = { [SVG_KIND_ZERO] = 7, [SVG_KIND_FILE] = 3 },
 		.has_peak = true, .peak_bytes = 3u << 20,
-		.stats_line = "1795343161,faults:10,vm_hwm:3145728\n",
+		.stats_line = "1795343161,faults:10,resident_peak_bytes:2097152,far_peak_bytes:1048576,"
+			      "untracked_rss_bytes:524288,untracked_map_bytes:8192,untracked_maps:2,"
+			      "vm_hwm:3145728\n",
+		.localmem_bytes = 2u << 20, .has_slowdown = true, .slowdown = 2.5,
+		.slowdown_of = "the ample run", .sites = sites, .nsites = 2,
 		.images = { { "Flamegraph", "fltrace-data-flamegraph-42.svg" } }, .nimages = 1,
 	};
 	char *buf = NULL;
@@ -381,6 +388,20 @@ static int t_index(void)
 	CHECK(strstr(buf, "<th>zero</th><td>7 (70.00%)</td>"), "counts by kind");
 	CHECK(strstr(buf, "3 MiB (3145728 bytes)"), "peak memory");
 	CHECK(strstr(buf, "<th>vm_hwm</th><td>3145728</td>"), "stats table");
+	CHECK(strstr(buf, "<p class=\"summary\"><b>10 faults</b>: 7 zero-filled first touches (70.0%), "
+			  "3 file pages read (30.0%). It ran <b>2.50&times;</b> as long as the ample run. "
+			  "Peak resident tracked memory <b>2 MiB</b> (local memory -L 2 MiB), peak far "
+			  "memory <b>1 MiB</b>; peak RSS of the process 3 MiB. Not tracked: up to 512 KiB "),
+	      "summary paragraph: %.400s", strstr(buf, "<p class=\"summary\">"));
+	CHECK(strstr(buf, "8 KiB in 2 mappings mapped by the program but not tracked"), "untracked maps");
+	CHECK(strstr(buf, "<tr><td>fill&lt;T&gt;</td><td><code>prog.c:19</code></td><td>prog</td>"
+			  "<td class=\"n\">7</td><td class=\"n\">70.0</td><td class=\"n\">7</td>"),
+	      "callsites row");
+	/* The answer first, the pictures next, the raw stats last and folded. */
+	const char *sum = strstr(buf, "class=\"summary\""), *tab = strstr(buf, "Top callsites"),
+		   *obj = strstr(buf, "<object"), *det = strstr(buf, "<details>");
+	CHECK(sum && tab && obj && det && sum < tab && tab < obj && obj < det &&
+	      strstr(det, "</details>\n</body>"), "order of the index");
 	CHECK(strstr(buf, "<object type=\"image/svg+xml\" data=\"fltrace-data-flamegraph-42.svg\">"),
 	      "embedded image");
 	ok = 1;
