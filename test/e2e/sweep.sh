@@ -95,7 +95,8 @@ else pass sweep_program_output; fi
 # report and visualize read a run's directory as any recording.
 if "$FLTRACE" report -i "$D/L4M-clock" --by line --top 3 > "$TMP/rep" 2>&1 &&
 	grep -q 'fillscan.c:22' "$TMP/rep" && "$FLTRACE" visualize -i "$D/L4M-clock" > "$TMP/vis" 2>&1 &&
-	ls "$D"/L4M-clock/fltrace-data-index-*.html >/dev/null 2>&1; then pass sweep_report_visualize_one_run
+	grep -q 'It ran <b>[0-9.]*&times;</b> as long as the run at the largest -L of the same policy in its sweep' \
+		"$D"/L4M-clock/fltrace-data-index-*.html; then pass sweep_report_visualize_one_run
 else fail sweep_report_visualize_one_run "$(tail -3 "$TMP/rep" "$TMP/vis")"; fi
 
 # ---- sizes from the ample run's peak ----

@@ -2,12 +2,14 @@
  * tooltip counts, layout options, binning of large timelines, latency buckets, the index page. */
 #include <errno.h>
 #include <stdbool.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../src/analysis/svg_common.h"
 #include "../../src/analysis/svg_flame.h"
+#include "../../src/analysis/svg_curve.h"
 #include "../../src/analysis/svg_index.h"
 #include "../../src/analysis/svg_latency.h"
 #include "../../src/analysis/svg_timeline.h"
@@ -410,6 +412,72 @@ fail:
 	return ok;
 }
 
+
+static char *curve_render(const struct svg_curve_series *s, size_t n)
+{
+	struct svg_curve_opts o = { .title = "T", .subtitle = "./prog <x>", .baseline = "the ample run" };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (svg_curve_write(f, s, n, &o)) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static int t_curve(void)
+{
+	const struct svg_curve_point a[] = { { 16u << 20, 0, 1.0 }, { 8u << 20, 6147, 1.5 },
+					     { 4u << 20, 6147, 2.0 } };
+	const struct svg_curve_point a_shuffled[] = { a[1], a[2], a[0] };
+	const struct svg_curve_point b[] = { { 16u << 20, 0, 1.0 }, { 4u << 20, 6000, -1 } };
+	struct svg_curve_series s[] = { { "clock", a, 3 }, { "f<i>fo", b, 2 } };
+	struct svg_curve_series s2[] = { { "clock", a_shuffled, 3 }, { "f<i>fo", b, 2 } };
+	char *x = curve_render(s, 2), *y = curve_render(s, 2), *z = curve_render(s2, 2);
+	const char *line;
+	int ok = 0;
+
+	CHECK(x && y && z, "render failed");
+	CHECK(!strcmp(x, y) && !strcmp(x, z), "two renders of the same points differ");
+	CHECK(count_str(x, "<polyline class=\"curve\"") == 4, "expected 4 lines (2 panels x 2 "
+	      "policies), got %zu", count_str(x, "<polyline"));
+	CHECK(count_str(x, "data-policy=\"f&lt;i&gt;fo\"") == 2, "policy name not escaped");
+	/* fifo's unknown slowdown is left out of its slowdown line and gets no dot. */
+	line = strstr(x, "data-panel=\"slowdown\" data-policy=\"f&lt;i&gt;fo\"");
+	CHECK(line, "no fifo slowdown line");
+	line = strstr(line, "points=\"");
+	CHECK(line && strchr(line + 8, '"') - (line + 8) > 0 && !memchr(line + 8, ' ',
+	      (size_t)(strchr(line + 8, '"') - (line + 8))), "fifo's slowdown line has more than one point");
+	CHECK(count_str(x, "<circle") == 9, "expected 9 dots, got %zu", count_str(x, "<circle"));
+	CHECK(strstr(x, ">4 MiB</text>") && strstr(x, ">8 MiB</text>") && strstr(x, ">16 MiB</text>"),
+	      "x ticks are not the swept sizes");
+	CHECK(strstr(x, "clock at 8 MiB: 6147 re-fetches"), "dot tooltip");
+	CHECK(strstr(x, "local memory (-L, log scale)") && strstr(x, ">re-fetches (pages)<") &&
+	      strstr(x, "relative to the ample run"), "axis titles");
+	/* Log axis: the 8 MiB tick lies halfway between the 4 and 16 MiB ones. */
+	double tx[3] = { 0 };
+	line = x;
+	for (int i = 0; i < 3; i++) {
+		line = strstr(line, "<line class=\"ax\" x1=\"");
+		CHECK(line && sscanf(line, "<line class=\"ax\" x1=\"%lf\"", &tx[i]) == 1, "tick %d", i);
+		line++;
+	}
+	CHECK(tx[0] < tx[1] && tx[1] < tx[2] && fabs((tx[1] - tx[0]) - (tx[2] - tx[1])) < 0.2,
+	      "ticks at %.1f %.1f %.1f: not a log axis", tx[0], tx[1], tx[2]);
+	ok = 1;
+fail:
+	free(x);
+	free(y);
+	free(z);
+	return ok;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(void);
@@ -427,6 +495,7 @@ static const struct {
 	{ "svg_axes", t_axes },
 	{ "svg_latency", t_latency },
 	{ "svg_index", t_index },
+	{ "svg_curve", t_curve },
 };
 
 int main(void)
