@@ -114,8 +114,11 @@ int runstats_add_file(struct runstats *s, const char *path)
 	size_t len;
 	int err = runstats_read_last(path, &line);
 
+	/* A process killed within its first second has an empty stats file: still a process. */
+	if (err == -ENODATA)
+		s->files++;
 	if (err)
-		return err;
+		return err == -ENODATA ? 0 : err;
 	len = strlen(line);
 	s->files++;
 	for (size_t i = 0; i < sizeof(runstats_fields) / sizeof(runstats_fields[0]); i++) {

@@ -15,8 +15,8 @@ struct runstats {
 	uint64_t untracked_shared_file, untracked_loader_file;
 };
 
-/* Adds the last complete line of one stats file to *s. 0, or -errno if it cannot be read (s is
- * then unchanged). */
+/* Adds the last complete line of one stats file to *s (an empty file counts as a process with no
+ * counts). 0, or -errno if it cannot be read (s is then unchanged). */
 int runstats_add_file(struct runstats *s, const char *path);
 /* Adds every fltrace-data-stats-*.out of dir to *s (zeroed first). 0 (s->files may be 0), or
  * -errno if dir cannot be listed. */

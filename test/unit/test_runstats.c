@@ -49,10 +49,11 @@ int main(void)
 	    "2,faults:12,faults_zp:2,faults_refetch:10,faults_file:0,resident_peak_bytes:40960,"
 	    "far_peak_bytes:50,untracked_rss_bytes:3\n");
 	put(dir, "fltrace-data-stats-3.txt", "2,faults:1000\n"); /* not a stats file */
+	put(dir, "fltrace-data-stats-4.out", ""); /* killed within its first second */
 	put(dir, "fltrace-data-trace-1-0.bin", "x");
 
 	expect("runstats_read_dir", runstats_read_dir(&s, dir) == 0, "could not read the directory");
-	expect("runstats_files", s.files == 2, "expected 2 stats files");
+	expect("runstats_files", s.files == 3, "expected 3 stats files (one empty)");
 	expect("runstats_sums_counters", s.faults == 42 && s.zero == 12 && s.refetch == 30,
 	       "faults/zero/refetch not the sums of the last complete lines");
 	expect("runstats_peaks_are_max", s.resident_peak == 40960 && s.far_peak == 100 &&
@@ -62,7 +63,7 @@ int main(void)
 	       "faults_file:0,resident_peak_bytes:40960,far_peak_bytes:50,untracked_rss_bytes:3"),
 	       line ? line : "NULL");
 	free(line);
-	expect("runstats_missing_file", runstats_add_file(&s, "/nonexistent/x") < 0 && s.files == 2,
+	expect("runstats_missing_file", runstats_add_file(&s, "/nonexistent/x") < 0 && s.files == 3,
 	       "a missing file changed the totals");
 	expect("runstats_names", runstats_is_stats_name("fltrace-data-stats-12.out") &&
 	       !runstats_is_stats_name("fltrace-data-stats-.out") &&
