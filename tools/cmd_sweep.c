@@ -257,22 +257,6 @@ static int sweep_parse(int argc, char **argv, struct sweep_opts *o, struct sweep
 	return 0;
 }
 
-/* MemTotal in bytes, whole MB (record's upper bound for -M), or 0. */
-static uint64_t sweep_memtotal(void)
-{
-	FILE *f = fopen("/proc/meminfo", "re");
-	char line[256];
-	unsigned long long kb = 0;
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return ((uint64_t)kb * 1024) & ~((1ull << 20) - 1);
-}
-
 /* ---- the run list ---- */
 
 static void sweep_size_name(char *buf, size_t len, uint64_t bytes)
@@ -652,7 +636,8 @@ static int sweep_run_auto(struct sweep *s, const struct sweep_opts *o, const str
 
 static int sweep_prepare(struct sweep *s, struct sweep_opts *o)
 {
-	uint64_t total = sweep_memtotal();
+	/* Whole MB: record's upper bound for -M. */
+	uint64_t total = record_memtotal() & ~((1ull << 20) - 1);
 	int err;
 
 	if (!o->maxmem)

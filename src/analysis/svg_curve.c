@@ -239,25 +239,11 @@ int svg_curve_write(FILE *out, const struct svg_curve_series *s, size_t nseries,
 	c.width = o->width >= 500 ? o->width : 1000;
 	c.plot_w = c.width - CURVE_LEFT - CURVE_RIGHT;
 	curve_collect_ticks(&c);
-	fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
-		     "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
-		     "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"Verdana, sans-serif\" "
-		     "font-size=\"11\">\n", c.width, height, c.width, height);
-	fputs("<style>\n.cap { font-size: 12px; font-weight: bold; }\n.axt { fill: rgb(60,60,60); }\n"
-	      ".frame { fill: white; stroke: rgb(90,90,90); }\n.ax { stroke: rgb(90,90,90); }\n"
-	      ".grid { stroke: rgb(225,225,225); }\n.curve { fill: none; stroke-width: 2.5; }\n"
-	      "#title { font-size: 17px; text-anchor: middle; }\n"
-	      "#subtitle { fill: rgb(90,90,90); text-anchor: middle; }\n</style>\n", out);
-	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"rgb(248,248,244)\"/>\n",
-		c.width, height);
-	fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", c.width / 2);
-	svg_put_escaped(out, o->title ? o->title : "Miss-ratio curve");
-	fputs("</text>\n", out);
-	if (o->subtitle) {
-		fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"42\">", c.width / 2);
-		svg_put_escaped(out, o->subtitle);
-		fputs("</text>\n", out);
-	}
+	svg_put_head(out, c.width, height, ".cap { font-size: 12px; font-weight: bold; }\n"
+		     ".axt { fill: rgb(60,60,60); }\n.frame { fill: white; stroke: rgb(90,90,90); }\n"
+		     ".ax { stroke: rgb(90,90,90); }\n.grid { stroke: rgb(225,225,225); }\n"
+		     ".curve { fill: none; stroke-width: 2.5; }\n",
+		     o->title ? o->title : "Miss-ratio curve", o->subtitle);
 	err = curve_panel(&c, CURVE_TOP + 10, CURVE_REFETCH,
 			  "Re-fetches: pages fetched back from far memory");
 	snprintf(cap, sizeof(cap), "Slowdown: wall time relative to %s",
