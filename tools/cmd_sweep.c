@@ -537,8 +537,8 @@ static void sweep_check_output(const struct sweep_run *first, struct sweep_run *
 		snprintf(r->differs_how, sizeof(r->differs_how), "stdout differs from line %ld", line);
 	} else if (r->status != first->status) {
 		r->output_differs = true;
-		snprintf(r->differs_how, sizeof(r->differs_how), "exit status %d, not %d", r->status,
-			 first->status);
+		snprintf(r->differs_how, sizeof(r->differs_how), "exit status %d, not %d (see its "
+			 "stderr)", r->status, first->status);
 	}
 	if (r->output_differs)
 		cli_note("sweep: %s: %s of %s (see %s/stdout)", r->name, r->differs_how, first->name,

@@ -37,8 +37,35 @@ static void sweep_slowdowns(struct sweep *s)
 
 /* ---- callsites ---- */
 
-/* Every process of one run, by line, into column `run`. */
-static int sweep_collect_run(struct callsites *cs, size_t run, const char *dir)
+/* The traced processes of every run, loaded together so that one symbolizer sees every address
+ * of an object before addr2line runs on it: once per object, not once per process and run. */
+struct sweep_procs {
+	struct an_process **v;
+	size_t *run;
+	size_t n, cap;
+};
+
+static int sweep_procs_push(struct sweep_procs *ps, struct an_process *p, size_t run)
+{
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? ps->cap * 2 : 64;
+		struct an_process **v = realloc(ps->v, cap * sizeof(*v));
+		size_t *r = v ? realloc(ps->run, cap * sizeof(*r)) : NULL;
+		if (v)
+			ps->v = v;
+		if (!v || !r)
+			return -ENOMEM;
+		ps->run = r;
+		ps->cap = cap;
+	}
+	ps->v[ps->n] = p;
+	ps->run[ps->n++] = run;
+	return 0;
+}
+
+/* Every process of one run, loaded and its frames registered with sym. */
+static int sweep_load_run(struct sweep_procs *ps, size_t run, const char *dir,
+			  struct symbolizer *sym)
 {
 	struct agg_filter all = { 0 };
 	struct trace_list l;
@@ -49,16 +76,15 @@ static int sweep_collect_run(struct callsites *cs, size_t run, const char *dir)
 		return ret;
 	for (size_t i = 0; i < l.n && !ret; i++) {
 		struct an_process *p = NULL;
-		struct symbolizer *sym = sym_new();
 
 		err[0] = 0;
-		ret = sym ? an_process_load(l.v[i].path, &all, NULL, NULL, &p, err, sizeof(err)) : -ENOMEM;
-		if (!ret && !(ret = agg_symbolize(p->rows, sym, p->maps)) && !(ret = sym_resolve(sym)))
-			ret = callsites_add(cs, p->rows, sym, (int)run);
+		ret = an_process_load(l.v[i].path, &all, NULL, NULL, &p, err, sizeof(err));
+		if (!ret && (ret = sweep_procs_push(ps, p, run)))
+			an_process_free(p);
+		else if (!ret)
+			ret = agg_symbolize(p->rows, sym, p->maps);
 		if (ret && err[0])
 			cli_note("sweep: %s: %s", l.v[i].path, err);
-		sym_free(sym);
-		an_process_free(p);
 	}
 	trace_list_free(&l);
 	return ret;
@@ -77,15 +103,30 @@ static bool sweep_is_smallest(const struct sweep *s, size_t i)
 static int sweep_callsites(const struct sweep *s, struct callsites **out)
 {
 	struct callsites *cs = callsites_new(s->nruns);
+	struct symbolizer *sym = sym_new();
+	struct sweep_procs ps = { 0 };
 	bool smallest[SWEEP_MAX_RUNS];
-	int err = cs ? 0 : -ENOMEM;
+	int err = cs && sym ? 0 : -ENOMEM;
 
-	for (size_t i = 0; i < s->nruns && !err; i++)
-		err = sweep_collect_run(cs, i, s->runs[i].dir);
+	for (size_t i = 0; i < s->nruns && !err; i++) {
+		cli_note("sweep: reading the trace of run %zu/%zu: %s", i + 1, s->nruns, s->runs[i].name);
+		err = sweep_load_run(&ps, i, s->runs[i].dir, sym);
+	}
+	if (!err) {
+		cli_note("sweep: symbolizing the callsites of %zu processes", ps.n);
+		err = sym_resolve(sym);
+	}
+	for (size_t i = 0; i < ps.n && !err; i++)
+		err = callsites_add(cs, ps.v[i]->rows, sym, (int)ps.run[i]);
 	for (size_t i = 0; i < s->nruns; i++)
 		smallest[i] = sweep_is_smallest(s, i);
 	if (!err)
 		err = callsites_sort(cs, smallest);
+	for (size_t i = 0; i < ps.n; i++)
+		an_process_free(ps.v[i]);
+	free(ps.v);
+	free(ps.run);
+	sym_free(sym);
 	if (err)
 		callsites_free(cs);
 	else
@@ -301,7 +342,6 @@ int sweep_report(struct sweep *s)
 	int rc, err;
 
 	sweep_slowdowns(s);
-	cli_note("sweep: reading the callsites of %zu runs", s->nruns);
 	err = sweep_callsites(s, &cs);
 	if (err)
 		return cli_error(CLI_EXIT_FAIL, "sweep", "reading the traces failed: %s; check the runs "
