@@ -215,7 +215,7 @@ static int sweep_write_curve(const struct sweep *s)
 {
 	struct svg_curve_point pts[SWEEP_MAX_POLICIES][SWEEP_MAX_RUNS];
 	struct svg_curve_series series[SWEEP_MAX_POLICIES];
-	char path[PATH_MAX + 32], sub[512], base[96], sz[32];
+	char path[PATH_MAX + 32], sub[512], base[96], sz[32], ample[64];
 	size_t pos = 0;
 	FILE *f;
 	int rc;
@@ -226,10 +226,15 @@ static int sweep_write_curve(const struct sweep *s)
 			const struct sweep_run *r = &s->runs[i];
 			if (!r->ample && strcmp(r->policy, s->policies[p]))
 				continue;
+			/* The ample run stands at its peak: any -L above it runs the same. */
 			pts[p][series[p].n++] = (struct svg_curve_point){
-				.localmem = r->localmem, .refetch = r->st.refetch, .slowdown = r->slowdown };
+				.localmem = r->ample ? r->st.resident_peak : r->localmem,
+				.refetch = r->st.refetch, .slowdown = r->slowdown,
+				.label = r->ample ? ample : NULL };
 		}
 	}
+	svg_fmt_bytes(sz, sizeof(sz), (double)s->runs[0].st.resident_peak);
+	snprintf(ample, sizeof(ample), "ample (peak %s)", sz);
 	sub[0] = 0;
 	for (size_t i = 0; s->cmd_argv[i] && pos < 200; i++)
 		pos += (size_t)snprintf(sub + pos, sizeof(sub) - pos, "%s%s", i ? " " : "", s->cmd_argv[i]);

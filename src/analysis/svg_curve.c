@@ -110,6 +110,18 @@ static void curve_fmt_value(char *buf, size_t len, double v, enum curve_panel wh
 		snprintf(buf, len, "%.2f", v);
 }
 
+/* A tick's text: the label of a point at that size if one has it, else the size. */
+static void curve_tick_label(const struct curve_ctx *c, uint64_t size, char *buf, size_t len)
+{
+	for (size_t i = 0; i < c->ns; i++)
+		for (size_t k = 0; k < c->s[i].n; k++)
+			if (c->s[i].pts[k].localmem == size && c->s[i].pts[k].label) {
+				snprintf(buf, len, "%s", c->s[i].pts[k].label);
+				return;
+			}
+	svg_fmt_bytes(buf, len, (double)size);
+}
+
 /* Frame, y grid with labels, x ticks at the swept sizes, axis titles. */
 static void curve_axes(const struct curve_ctx *c, double top, double ymax, double step,
 		       enum curve_panel which)
@@ -131,10 +143,12 @@ static void curve_axes(const struct curve_ctx *c, double top, double ymax, doubl
 	}
 	for (size_t i = 0; i < c->nticks; i++) {
 		double x = curve_x(c, c->ticks[i]);
-		svg_fmt_bytes(buf, sizeof(buf), (double)c->ticks[i]);
+		curve_tick_label(c, c->ticks[i], buf, sizeof(buf));
 		fprintf(o, "<line class=\"ax\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-			   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-			x, bottom, x, bottom + 5, x, bottom + 18, buf);
+			   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x, bottom, x, bottom + 5,
+			x, bottom + 18);
+		svg_put_escaped(o, buf);
+		fputs("</text>\n", o);
 	}
 	fprintf(o, "<text class=\"axt\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">local memory "
 		   "(-L, log scale)</text>\n", CURVE_LEFT + c->plot_w / 2, bottom + 36);

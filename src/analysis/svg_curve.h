@@ -14,6 +14,7 @@ struct svg_curve_point {
 	uint64_t localmem;   /* bytes (-L) */
 	uint64_t refetch;    /* pages fetched back from far memory */
 	double slowdown;     /* wall time / the baseline's; < 0: unknown */
+	const char *label;   /* the x tick's text instead of the size (e.g. "ample"), or NULL */
 };
 
 struct svg_curve_series {

@@ -433,10 +433,10 @@ static char *curve_render(const struct svg_curve_series *s, size_t n)
 
 static int t_curve(void)
 {
-	const struct svg_curve_point a[] = { { 16u << 20, 0, 1.0 }, { 8u << 20, 6147, 1.5 },
-					     { 4u << 20, 6147, 2.0 } };
+	const struct svg_curve_point a[] = { { 16u << 20, 0, 1.0, "ample <16>" },
+					     { 8u << 20, 6147, 1.5, NULL }, { 4u << 20, 6147, 2.0, NULL } };
 	const struct svg_curve_point a_shuffled[] = { a[1], a[2], a[0] };
-	const struct svg_curve_point b[] = { { 16u << 20, 0, 1.0 }, { 4u << 20, 6000, -1 } };
+	const struct svg_curve_point b[] = { { 16u << 20, 0, 1.0, NULL }, { 4u << 20, 6000, -1, NULL } };
 	struct svg_curve_series s[] = { { "clock", a, 3 }, { "f<i>fo", b, 2 } };
 	struct svg_curve_series s2[] = { { "clock", a_shuffled, 3 }, { "f<i>fo", b, 2 } };
 	char *x = curve_render(s, 2), *y = curve_render(s, 2), *z = curve_render(s2, 2);
@@ -455,8 +455,9 @@ static int t_curve(void)
 	CHECK(line && strchr(line + 8, '"') - (line + 8) > 0 && !memchr(line + 8, ' ',
 	      (size_t)(strchr(line + 8, '"') - (line + 8))), "fifo's slowdown line has more than one point");
 	CHECK(count_str(x, "<circle") == 9, "expected 9 dots, got %zu", count_str(x, "<circle"));
-	CHECK(strstr(x, ">4 MiB</text>") && strstr(x, ">8 MiB</text>") && strstr(x, ">16 MiB</text>"),
-	      "x ticks are not the swept sizes");
+	CHECK(strstr(x, ">4 MiB</text>") && strstr(x, ">8 MiB</text>") &&
+	      strstr(x, ">ample &lt;16&gt;</text>") && !strstr(x, ">16 MiB</text>"),
+	      "x ticks are not the swept sizes, or the label of a point did not name its tick");
 	CHECK(strstr(x, "clock at 8 MiB: 6147 re-fetches"), "dot tooltip");
 	CHECK(strstr(x, "local memory (-L, log scale)") && strstr(x, ">re-fetches (pages)<") &&
 	      strstr(x, "relative to the ample run"), "axis titles");
