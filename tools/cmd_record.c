@@ -263,6 +263,18 @@ static int record_check_all(struct record_opts *o)
 	return 0;
 }
 
+int record_check_option(const char *name, const char *arg)
+{
+	static struct record_opts scratch; /* large (paths): not on the stack */
+
+	for (const struct option *opt = record_longopts; opt->name; opt++)
+		if (!strcmp(opt->name, name)) {
+			memset(&scratch, 0, sizeof(scratch));
+			return record_parse_one(opt->val, record_value(arg), &scratch);
+		}
+	return cli_error(CLI_EXIT_USAGE, name, "not an option of record; run 'fltrace record --help'");
+}
+
 int cmd_record(int argc, char **argv)
 {
 	static struct record_opts o; /* large (paths): not on the stack */

@@ -2,6 +2,7 @@
  * process, the flamegraphs, the faults-over-time and latency pictures and an index page. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 #include <fltrace/statsline.h>
 
 #include "../src/analysis/analysis.h"
+#include "../src/analysis/callsites.h"
+#include "../src/analysis/runstats.h"
 #include "../src/analysis/svg_flame.h"
 #include "../src/analysis/svg_index.h"
 #include "../src/analysis/svg_latency.h"
@@ -19,6 +22,7 @@
 #include "cli.h"
 
 #define VIS_MAX_WIDTH 100000u
+#define VIS_INDEX_SITES 15 /* callsites in the index's table */
 
 enum vis_names { VIS_NAMES_FUNC = 0, VIS_NAMES_LIB = 1 };
 
@@ -218,6 +222,7 @@ struct vis_proc {
 	struct svg_flame *all, *alloc;
 	struct svg_timeline *tl;
 	struct svg_latency *lat;
+	struct callsites *sites;  /* by line, in columns by kind: the index's table */
 	uint64_t faults, by_kind[SVG_KIND_NR], nostack;
 	uint64_t t0;
 	uint64_t page_size;
@@ -415,6 +420,8 @@ static int vis_add_process(struct vis_proc *vp, struct an_process *p)
 	n = ret ? 0 : agg_rows(p->rows, &rows);
 	for (size_t k = 0; !ret && k < n; k++)
 		ret = vis_add_row(vp, sym, rows[k]);
+	if (!ret && vp->sites) /* the index's top callsites (not drawn for --diff) */
+		ret = callsites_add(vp->sites, p->rows, sym, CALLSITES_BY_KIND);
 	sym_free(sym);
 	return ret;
 }
@@ -474,27 +481,47 @@ static int vis_close(FILE *f, const char *path, int rc)
 	return 0;
 }
 
-/* The last non-empty line of the stats file, or NULL. */
+/* The last line of the stats file, or NULL. */
 static char *vis_stats_line(const struct vis_env *env, uint32_t pid)
 {
-	char path[4096], *line = NULL, *last = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *f;
+	char path[4096];
 
 	snprintf(path, sizeof(path), "%s/fltrace-data-stats-%u.out", env->indir, pid);
-	f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	while ((n = getline(&line, &cap, f)) > 0) {
-		if (n <= 1)
+	return runstats_last_line(path);
+}
+
+/* A run of `fltrace sweep` (DIR/<run>) has its slowdown in DIR/sweep.csv, the row named <run>. */
+static bool vis_sweep_slowdown(const struct vis_env *env, double *slowdown, char *of, size_t len)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], *line = NULL;
+	size_t cap = 0, nlen;
+	const char *name;
+	bool found = false, ample = false;
+	FILE *f;
+
+	if (!realpath(env->indir, dir) || !(name = strrchr(dir, '/')) || name == dir)
+		return false;
+	name++;
+	nlen = strlen(name);
+	snprintf(path, sizeof(path), "%.*s/sweep.csv", (int)(name - 1 - dir), dir);
+	if (!(f = fopen(path, "re")))
+		return false;
+	/* Columns 1 and 14 (run, slowdown) as sweep writes them: names never hold a comma. */
+	while (getline(&line, &cap, f) > 0) {
+		const char *p = line;
+		ample |= !strncmp(line, "ample,", 6);
+		if (strncmp(line, name, nlen) || line[nlen] != ',')
 			continue;
-		free(last);
-		last = strdup(line);
+		for (int col = 1; col < 14 && p; col++)
+			if ((p = strchr(p, ',')))
+				p++;
+		found = p && sscanf(p, "%lf", slowdown) == 1 && *slowdown > 0;
 	}
 	free(line);
 	fclose(f);
-	return last;
+	snprintf(of, len, "%s", ample ? "the ample run of its sweep" :
+		 "the run at the largest -L of the same policy in its sweep");
+	return found;
 }
 
 static const char *vis_policy_name(uint32_t p)
@@ -593,6 +620,14 @@ static int vis_write(struct vis_proc *vp)
 	if (stats && statsline_get(stats, strlen(stats), "vm_hwm", &in.peak_bytes) == 0)
 		in.has_peak = true;
 	in.warning = vp->warning;
+	in.localmem_bytes = vp->has_hdr ? vp->hdr.localmem_bytes : 0;
+	char slow_of[96];
+	in.has_slowdown = vis_sweep_slowdown(env, &in.slowdown, slow_of, sizeof(slow_of));
+	in.slowdown_of = slow_of;
+	const struct callsite *sites = NULL;
+	size_t nsites = callsites_sort(vp->sites, NULL) ? 0 : callsites_get(vp->sites, &sites);
+	in.sites = sites;
+	in.nsites = nsites < VIS_INDEX_SITES ? nsites : VIS_INDEX_SITES;
 	static const char *const caps[] = { "Flamegraph: all faults", "Flamegraph: first touches",
 					    "Faults over time", "Fault service time" };
 	static const char *const kinds[] = { "flamegraph", "flamegraph-alloc", "timeline", "latency" };
@@ -616,6 +651,7 @@ static void vis_proc_free(struct vis_proc *vp)
 	svg_flame_free(vp->alloc);
 	svg_timeline_free(vp->tl);
 	svg_latency_free(vp->lat);
+	callsites_free(vp->sites);
 	vis_drop_header(vp);
 	free(vp->frames);
 	free(vp->namebuf);
@@ -726,7 +762,8 @@ int cmd_visualize(int argc, char **argv)
 		vp.alloc = svg_flame_new();
 		vp.tl = svg_timeline_new();
 		vp.lat = svg_latency_new();
-		if (!vp.all || !vp.alloc || !vp.tl || !vp.lat) {
+		vp.sites = callsites_new(SVG_KIND_NR);
+		if (!vp.all || !vp.alloc || !vp.tl || !vp.lat || !vp.sites) {
 			snprintf(err, sizeof(err), "out of memory; draw one process at a time (--pid)");
 			rc = -ENOMEM;
 		} else {

@@ -19,6 +19,7 @@ static const struct cmd_struct fltrace_cmds[] = {
 	{ "record", cmd_record, "run a command with a local-memory cap and trace its page faults" },
 	{ "report", cmd_report, "turn a trace into a CSV of faulting call sites, most faults first" },
 	{ "visualize", cmd_visualize, "draw flame graphs (SVG) of a trace: all faults, first touches" },
+	{ "sweep", cmd_sweep, "record at several local-memory sizes and policies: the miss-ratio curve" },
 };
 
 #define FLTRACE_NR_CMDS (sizeof(fltrace_cmds) / sizeof(fltrace_cmds[0]))
@@ -41,6 +42,7 @@ static void fltrace_usage(FILE *f)
 		"  fltrace record -L 140 -M 1000 -- ./bfs -g 20 -n 1   # trace with 140 MB local memory\n"
 		"  fltrace report                                      # CSV of call sites\n"
 		"  fltrace visualize                                   # flame graphs\n"
+		"  fltrace sweep -- ./bfs -g 18 -n 1                   # faults and time as memory shrinks\n"
 		"  fltrace help record                                 # all options of record\n",
 		"help");
 }
@@ -57,7 +59,7 @@ static int fltrace_unknown(const char *name)
 {
 	return cli_error(CLI_EXIT_USAGE, name,
 			 "not a fltrace command; run 'fltrace help' for the list "
-			 "(record, report, visualize)");
+			 "(record, report, visualize, sweep)");
 }
 
 /* `fltrace help [cmd]`: the top-level help, or `fltrace <cmd> --help`. */

@@ -25,7 +25,7 @@
 #define CHECK_MAX_PHDRS 4096
 
 /* MemTotal of /proc/meminfo in bytes, or 0 if it cannot be read. */
-static uint64_t check_memtotal(void)
+uint64_t record_memtotal(void)
 {
 	FILE *f = fopen("/proc/meminfo", "re");
 	char line[256];
@@ -44,7 +44,7 @@ static uint64_t check_memtotal(void)
 
 int record_check_memory(const struct record_opts *o)
 {
-	uint64_t total = check_memtotal();
+	uint64_t total = record_memtotal();
 	long page = sysconf(_SC_PAGESIZE);
 
 	if (o->localmem > o->maxmem)

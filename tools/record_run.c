@@ -11,16 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fltrace/statsline.h>
-
 #include "../src/analysis/analysis.h"
+#include "../src/analysis/runstats.h"
 #include "cli.h"
 #include "record.h"
 
 #define RUN_DATA_PREFIX "fltrace-data-"
-#define RUN_STATS_PREFIX "fltrace-data-stats-"
-#define RUN_STATS_SUFFIX ".out"
-#define RUN_TAIL_BYTES 65536 /* a stats line is far shorter; only the last one is read */
 #define RUN_MB (1024.0 * 1024.0)
 
 /* access(W_OK) says yes to root on a read-only file system or in /proc: create a file instead. */
@@ -261,75 +257,6 @@ int record_run(const struct record_opts *o, int *status)
 	return err;
 }
 
-/* The last complete line of a stats file (or the last partial one if none is complete). */
-static ssize_t run_last_line(int fd, char *buf, size_t size, const char **line)
-{
-	struct stat st;
-	off_t off;
-	ssize_t n;
-	char *end, *start;
-
-	if (fstat(fd, &st) != 0)
-		return -1;
-	off = st.st_size > (off_t)size ? st.st_size - (off_t)size : 0;
-	n = pread(fd, buf, size, off);
-	if (n <= 0)
-		return -1;
-	end = buf + n;
-	if (end[-1] == '\n') {
-		end--;
-	} else {
-		char *nl = memrchr(buf, '\n', (size_t)n);
-		if (nl) /* a line being written: take the one before it */
-			end = nl;
-	}
-	start = memrchr(buf, '\n', (size_t)(end - buf));
-	start = start ? start + 1 : buf;
-	*line = start;
-	return end - start;
-}
-
-struct run_totals {
-	unsigned files;
-	uint64_t faults, sampled_out, resident_peak, far_peak, untracked;
-};
-
-static void run_add_stats(int dfd, const char *name, struct run_totals *t)
-{
-	static char buf[RUN_TAIL_BYTES];
-	const char *line;
-	uint64_t v;
-	ssize_t len;
-	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	t->files++;
-	len = run_last_line(fd, buf, sizeof(buf), &line);
-	close(fd);
-	if (len <= 0)
-		return;
-	if (statsline_get(line, (size_t)len, "faults", &v) == 0)
-		t->faults += v;
-	if (statsline_get(line, (size_t)len, "faults_sampled_out", &v) == 0)
-		t->sampled_out += v;
-	/* Peaks of different processes need not coincide: report the largest, not a sum. */
-	if (statsline_get(line, (size_t)len, "resident_peak_bytes", &v) == 0 && v > t->resident_peak)
-		t->resident_peak = v;
-	if (statsline_get(line, (size_t)len, "far_peak_bytes", &v) == 0 && v > t->far_peak)
-		t->far_peak = v;
-	if (statsline_get(line, (size_t)len, "untracked_rss_bytes", &v) == 0 && v > t->untracked)
-		t->untracked = v;
-}
-
-static bool run_is_stats_file(const char *name)
-{
-	size_t n = strlen(name), sn = strlen(RUN_STATS_SUFFIX);
-
-	return run_has_prefix(name, RUN_STATS_PREFIX) && n > sn &&
-	       !strcmp(name + n - sn, RUN_STATS_SUFFIX);
-}
-
 /* Whether `dir` is the current directory, where a bare 'fltrace report' finds the trace. */
 static bool run_is_cwd(const char *dir)
 {
@@ -364,15 +291,9 @@ static int64_t run_count_recorded(const char *dir)
 
 int record_summarize(const struct record_opts *o, int status)
 {
-	struct run_totals t = { 0 };
-	DIR *d = opendir(o->outdir);
-	struct dirent *de;
+	struct runstats t;
 
-	while (d && (de = readdir(d)))
-		if (run_is_stats_file(de->d_name) && run_is_regular(dirfd(d), de))
-			run_add_stats(dirfd(d), de->d_name, &t);
-	if (d)
-		closedir(d);
+	runstats_read_dir(&t, o->outdir);
 	if (!t.files) {
 		cli_error(CLI_EXIT_NOTRACE, "record", "no trace was written in %s (the tracer did not "
 			  "start in the command); see any message above, and check that the command "
@@ -391,9 +312,9 @@ int record_summarize(const struct record_opts *o, int status)
 		 o->outdir, run_is_cwd(o->outdir) ? "" : " there");
 	/* A program whose memory is mostly static data, stacks or shared mappings faults little
 	 * under fltrace: say so rather than let a small count pass for the whole story. */
-	if (t.untracked > t.resident_peak && t.untracked > 8 * RUN_MB)
+	if (t.untracked_rss > t.resident_peak && t.untracked_rss > 8 * RUN_MB)
 		cli_note("note: up to %.1f MB of a process's memory was not tracked (stacks, static "
 			 "data, code, shared or file mappings): see untracked_* in the stats files",
-			 t.untracked / RUN_MB);
+			 t.untracked_rss / RUN_MB);
 	return status;
 }

@@ -2,6 +2,7 @@
  * cutting. No state; every function depends only on its arguments. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "svg_common.h"
@@ -136,6 +137,27 @@ size_t svg_fit_text(const char *s, double width_px, double font_px, int *cut)
 	}
 	*cut = 1;
 	return i;
+}
+
+void svg_put_head(FILE *out, double width, double height, const char *css, const char *title,
+		  const char *subtitle)
+{
+	fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+		     "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+		     "viewBox=\"0 0 %.0f %.0f\" font-family=\"Verdana, sans-serif\" font-size=\"11\">\n",
+		width, height, width, height);
+	fprintf(out, "<style>\n%s#title { font-size: 17px; text-anchor: middle; }\n"
+		     "#subtitle { fill: rgb(90,90,90); text-anchor: middle; }\n</style>\n", css ? css : "");
+	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"rgb(248,248,244)\"/>\n",
+		width, height);
+	fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", width / 2);
+	svg_put_escaped(out, title);
+	fputs("</text>\n", out);
+	if (subtitle) {
+		fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"42\">", width / 2);
+		svg_put_escaped(out, subtitle);
+		fputs("</text>\n", out);
+	}
 }
 
 void svg_fmt_bytes(char *buf, size_t len, double bytes)

@@ -57,6 +57,12 @@ void svg_put_escaped_n(FILE *out, const char *s, size_t n);
  * Never cuts inside a UTF-8 sequence. */
 size_t svg_fit_text(const char *s, double width_px, double font_px, int *cut);
 
+/* The opening of a picture: the XML declaration, <svg> of width x height, a <style> with the
+ * title's and subtitle's rules plus css, the background, the title and (if not NULL) the subtitle.
+ * The caller writes the rest and the closing </svg>. */
+void svg_put_head(FILE *out, double width, double height, const char *css, const char *title,
+		  const char *subtitle);
+
 /* "12 KiB", "1.5 MiB", "3 GiB", "512 B". */
 void svg_fmt_bytes(char *buf, size_t len, double bytes);
 

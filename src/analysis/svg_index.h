@@ -1,5 +1,5 @@
-/* Index page writer: one HTML file per process with the run summary (command, options, counts
- * by kind, peak memory, last stats line) that embeds the pictures, so one file opens everything. */
+/* Index page writer: one HTML file per process that opens with the answer (a summary paragraph,
+ * the top callsites), then embeds the pictures, then the options and the stats line (folded). */
 #ifndef FLTRACE_SVG_INDEX_H
 #define FLTRACE_SVG_INDEX_H
 
@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "callsites.h"
 #include "svg_common.h"
 
 #define SVG_INDEX_MAX_IMAGES 8
@@ -27,6 +28,12 @@ struct svg_index_info {
 	uint64_t peak_bytes;            /* vm_hwm from the stats file */
 	const char *stats_line;         /* last line of the stats file, or NULL */
 	const char *warning;            /* e.g. a trace that ended badly, or NULL */
+	uint64_t localmem_bytes;        /* -L of the recording, 0 if unknown */
+	bool has_slowdown;
+	double slowdown;                /* wall time relative to slowdown_of (from a sweep) */
+	const char *slowdown_of;
+	const struct callsite *sites;   /* top callsites, pages in columns by enum svg_kind */
+	size_t nsites;
 	struct { const char *caption, *file; } images[SVG_INDEX_MAX_IMAGES]; /* relative paths */
 	size_t nimages;
 };

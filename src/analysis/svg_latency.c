@@ -146,23 +146,9 @@ int svg_latency_write(const struct svg_latency *lt, FILE *out, const struct svg_
 	if (!npanels)
 		height += 30;
 
-	fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
-		     "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-		     "viewBox=\"0 0 %.0f %.0f\" font-family=\"Verdana, sans-serif\" font-size=\"11\">\n",
-		width, height, width, height);
-	fputs("<style>\n.cap { font-size: 12px; font-weight: bold; }\n.ax { stroke: rgb(90,90,90); }\n"
-	      "#title { font-size: 17px; text-anchor: middle; }\n"
-	      "#subtitle { fill: rgb(90,90,90); text-anchor: middle; }\n</style>\n", out);
-	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"rgb(248,248,244)\"/>\n",
-		width, height);
-	fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", width / 2);
-	svg_put_escaped(out, o->title ? o->title : "Fault service time");
-	fputs("</text>\n", out);
-	if (o->subtitle) {
-		fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"42\">", width / 2);
-		svg_put_escaped(out, o->subtitle);
-		fputs("</text>\n", out);
-	}
+	svg_put_head(out, width, height, ".cap { font-size: 12px; font-weight: bold; }\n"
+		     ".ax { stroke: rgb(90,90,90); }\n", o->title ? o->title : "Fault service time",
+		     o->subtitle);
 	double y = 70;
 	if (!npanels)
 		fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no latencies recorded</text>\n",

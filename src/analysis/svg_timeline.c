@@ -480,26 +480,11 @@ int svg_timeline_write(const struct svg_timeline *tl, FILE *out, const struct sv
 
 	double top = 92;
 	double height = top + RATE_H + GAP + (double)npanels * (PANEL_H + GAP) + (hidden_files ? 20 : 0) + 10;
-	fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
-		     "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-		     "viewBox=\"0 0 %.0f %.0f\" font-family=\"Verdana, sans-serif\" font-size=\"11\">\n",
-		c.width, height, c.width, height);
+	svg_put_head(out, c.width, height, ".ax { stroke: rgb(90,90,90); stroke-width: 1; }\n"
+		     ".pb { fill: white; stroke: rgb(200,200,200); }\n.cap { font-size: 12px; }\n",
+		     o->title ? o->title : "Faults over time", o->subtitle);
 	fputs("<!-- fltrace timeline: each cell is the faults of one time slice and address range, "
 	      "coloured by the kind that dominates it, darker when it holds more faults. -->\n", out);
-	fputs("<style>\n.ax { stroke: rgb(90,90,90); stroke-width: 1; }\n"
-	      ".pb { fill: white; stroke: rgb(200,200,200); }\n.cap { font-size: 12px; }\n"
-	      "#title { font-size: 17px; text-anchor: middle; }\n"
-	      "#subtitle { fill: rgb(90,90,90); text-anchor: middle; }\n</style>\n", out);
-	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"rgb(248,248,244)\"/>\n",
-		c.width, height);
-	fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", c.width / 2);
-	svg_put_escaped(out, o->title ? o->title : "Faults over time");
-	fputs("</text>\n", out);
-	if (o->subtitle) {
-		fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"42\">", c.width / 2);
-		svg_put_escaped(out, o->subtitle);
-		fputs("</text>\n", out);
-	}
 	/* Legend: the kinds present. */
 	double lx = LEFT;
 	fprintf(out, "<g id=\"legend\"><text x=\"%.1f\" y=\"64\">%zu faults; kind:</text>", lx, tl->n);

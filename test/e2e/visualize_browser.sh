@@ -12,7 +12,7 @@ P=31337
 SHOTS=$BUILD/test/screenshots
 
 NAMES=(visualize_browser_zoom_search visualize_browser_reset visualize_browser_screenshot
-	visualize_browser_timeline visualize_browser_index)
+	visualize_browser_timeline visualize_browser_index visualize_browser_index_answer_first)
 if [ ! -x "$CHROMIUM" ]; then
 	for n in "${NAMES[@]}"; do skip "$n" "no browser at $CHROMIUM (apt-get install chromium)"; done
 	exit 0
@@ -129,3 +129,25 @@ if grep -qi 'Uncaught' "$TMP/console3"; then fail visualize_browser_index "scrip
 elif [ "$(printf '%s' "$dom" | grep -c '<object type="image/svg+xml"')" != 4 ]; then fail visualize_browser_index "index does not embed 4 pictures"
 elif [ ! -s "$ISHOT" ]; then fail visualize_browser_index "no screenshot written"
 else pass visualize_browser_index; fi
+
+# The index opens with the answer: the summary paragraph, then the top callsites, then the pictures;
+# the raw stats table last, folded. Positions in the DOM as the browser built it.
+pos() { printf '%s' "$dom" | grep -b -o -F -- "$1" | head -1 | cut -d: -f1; }
+p_sum=$(pos '<p class="summary"><b>2160 faults</b>')
+p_sites=$(pos '<h2>Top callsites</h2>')
+p_obj=$(pos '<object type="image/svg+xml"')
+p_det=$(pos '<details>')
+p_stats=$(pos '<th>vm_hwm</th>')
+last=$(printf '%s' "$dom" | tr -d '\n' | grep -o '</details>[^<]*</body>')
+visible=$(printf '%s' "$dom" | grep -c '<details open')
+if [ -z "$p_sum" ] || [ -z "$p_sites" ] || [ -z "$p_obj" ] || [ -z "$p_det" ] || [ -z "$p_stats" ]; then
+	fail visualize_browser_index_answer_first "missing: summary '$p_sum' callsites '$p_sites' pictures '$p_obj' details '$p_det' stats '$p_stats'"
+elif ! [ "$p_sum" -lt "$p_sites" ] || ! [ "$p_sites" -lt "$p_obj" ] || ! [ "$p_obj" -lt "$p_det" ] || ! [ "$p_det" -lt "$p_stats" ]; then
+	fail visualize_browser_index_answer_first "order: summary $p_sum, callsites $p_sites, pictures $p_obj, stats $p_det"
+elif [ -z "$last" ] || [ "$visible" != 0 ]; then fail visualize_browser_index_answer_first "stats table not last or not folded"
+elif ! printf '%s' "$dom" | grep -q '1220 zero-filled first touches (56.5%), 600 re-fetches of evicted pages (27.8%)'; then
+	fail visualize_browser_index_answer_first "summary counts: $(printf '%s' "$dom" | grep -o '<p class="summary">.\{0,300\}')"
+elif ! printf '%s' "$dom" | tr -d '\n' | grep -q '<tr><td>vis_scan_leaf</td>'; then
+	fail visualize_browser_index_answer_first "no vis_scan_leaf row in the callsites table"
+else pass visualize_browser_index_answer_first; fi
+echo "screenshots (look at them): $SHOTS/index.png $SHOTS/flamegraph.png $SHOTS/timeline.png"

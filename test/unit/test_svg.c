@@ -2,12 +2,14 @@
  * tooltip counts, layout options, binning of large timelines, latency buckets, the index page. */
 #include <errno.h>
 #include <stdbool.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../src/analysis/svg_common.h"
 #include "../../src/analysis/svg_flame.h"
+#include "../../src/analysis/svg_curve.h"
 #include "../../src/analysis/svg_index.h"
 #include "../../src/analysis/svg_latency.h"
 #include "../../src/analysis/svg_timeline.h"
@@ -362,12 +364,19 @@ fail:
 static int t_index(void)
 {
 	const char *argv[] = { "./prog", "<arg>", "a&b" };
+	uint64_t p1[SVG_KIND_NR] = { 7, 0, 0, 0, 0 }, p2[SVG_KIND_NR] = { 0, 0, 3, 0, 0 };
+	const struct callsite sites[] = { { "fill<T>", "prog.c:19", "prog", p1, 7, 7 },
+					  { "read", "prog.c:30", "prog", p2, 3, 3 } };
 	struct svg_index_info in = {
 		.pid = 42, .exe = "/bin/prog", .argv = argv, .argc = 3,
 		.options = { { "localmem", "64 MiB" } }, .noptions = 1,
 		.faults = 10, .by_kind = { [SVG_KIND_ZERO] = 7, [SVG_KIND_FILE] = 3 },
 		.has_peak = true, .peak_bytes = 3u << 20,
-		.stats_line = "1795343161,faults:10,vm_hwm:3145728\n",
+		.stats_line = "1795343161,faults:10,resident_peak_bytes:2097152,far_peak_bytes:1048576,"
+			      "untracked_rss_bytes:524288,untracked_map_bytes:8192,untracked_maps:2,"
+			      "vm_hwm:3145728\n",
+		.localmem_bytes = 2u << 20, .has_slowdown = true, .slowdown = 2.5,
+		.slowdown_of = "the ample run", .sites = sites, .nsites = 2,
 		.images = { { "Flamegraph", "fltrace-data-flamegraph-42.svg" } }, .nimages = 1,
 	};
 	char *buf = NULL;
@@ -381,11 +390,92 @@ static int t_index(void)
 	CHECK(strstr(buf, "<th>zero</th><td>7 (70.00%)</td>"), "counts by kind");
 	CHECK(strstr(buf, "3 MiB (3145728 bytes)"), "peak memory");
 	CHECK(strstr(buf, "<th>vm_hwm</th><td>3145728</td>"), "stats table");
+	CHECK(strstr(buf, "<p class=\"summary\"><b>10 faults</b>: 7 zero-filled first touches (70.0%), "
+			  "3 file pages read (30.0%). It ran <b>2.50&times;</b> as long as the ample run. "
+			  "Peak resident tracked memory <b>2 MiB</b> (local memory -L 2 MiB), peak far "
+			  "memory <b>1 MiB</b>; peak RSS of the process 3 MiB. Not tracked: up to 512 KiB "),
+	      "summary paragraph: %.400s", strstr(buf, "<p class=\"summary\">"));
+	CHECK(strstr(buf, "8 KiB in 2 mappings mapped by the program but not tracked"), "untracked maps");
+	CHECK(strstr(buf, "<tr><td>fill&lt;T&gt;</td><td><code>prog.c:19</code></td><td>prog</td>"
+			  "<td class=\"n\">7</td><td class=\"n\">70.0</td><td class=\"n\">7</td>"),
+	      "callsites row");
+	/* The answer first, the pictures next, the raw stats last and folded. */
+	const char *sum = strstr(buf, "class=\"summary\""), *tab = strstr(buf, "Top callsites"),
+		   *obj = strstr(buf, "<object"), *det = strstr(buf, "<details>");
+	CHECK(sum && tab && obj && det && sum < tab && tab < obj && obj < det &&
+	      strstr(det, "</details>\n</body>"), "order of the index");
 	CHECK(strstr(buf, "<object type=\"image/svg+xml\" data=\"fltrace-data-flamegraph-42.svg\">"),
 	      "embedded image");
 	ok = 1;
 fail:
 	free(buf);
+	return ok;
+}
+
+
+static char *curve_render(const struct svg_curve_series *s, size_t n)
+{
+	struct svg_curve_opts o = { .title = "T", .subtitle = "./prog <x>", .baseline = "the ample run" };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (svg_curve_write(f, s, n, &o)) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static int t_curve(void)
+{
+	const struct svg_curve_point a[] = { { 16u << 20, 0, 1.0, "ample <16>" },
+					     { 8u << 20, 6147, 1.5, NULL }, { 4u << 20, 6147, 2.0, NULL } };
+	const struct svg_curve_point a_shuffled[] = { a[1], a[2], a[0] };
+	const struct svg_curve_point b[] = { { 16u << 20, 0, 1.0, NULL }, { 4u << 20, 6000, -1, NULL } };
+	struct svg_curve_series s[] = { { "clock", a, 3 }, { "f<i>fo", b, 2 } };
+	struct svg_curve_series s2[] = { { "clock", a_shuffled, 3 }, { "f<i>fo", b, 2 } };
+	char *x = curve_render(s, 2), *y = curve_render(s, 2), *z = curve_render(s2, 2);
+	const char *line;
+	int ok = 0;
+
+	CHECK(x && y && z, "render failed");
+	CHECK(!strcmp(x, y) && !strcmp(x, z), "two renders of the same points differ");
+	CHECK(count_str(x, "<polyline class=\"curve\"") == 4, "expected 4 lines (2 panels x 2 "
+	      "policies), got %zu", count_str(x, "<polyline"));
+	CHECK(count_str(x, "data-policy=\"f&lt;i&gt;fo\"") == 2, "policy name not escaped");
+	/* fifo's unknown slowdown is left out of its slowdown line and gets no dot. */
+	line = strstr(x, "data-panel=\"slowdown\" data-policy=\"f&lt;i&gt;fo\"");
+	CHECK(line, "no fifo slowdown line");
+	line = strstr(line, "points=\"");
+	CHECK(line && strchr(line + 8, '"') - (line + 8) > 0 && !memchr(line + 8, ' ',
+	      (size_t)(strchr(line + 8, '"') - (line + 8))), "fifo's slowdown line has more than one point");
+	CHECK(count_str(x, "<circle") == 9, "expected 9 dots, got %zu", count_str(x, "<circle"));
+	CHECK(strstr(x, ">4 MiB</text>") && strstr(x, ">8 MiB</text>") &&
+	      strstr(x, ">ample &lt;16&gt;</text>") && !strstr(x, ">16 MiB</text>"),
+	      "x ticks are not the swept sizes, or the label of a point did not name its tick");
+	CHECK(strstr(x, "clock at 8 MiB: 6147 re-fetches"), "dot tooltip");
+	CHECK(strstr(x, "local memory (-L, log scale)") && strstr(x, ">re-fetches (pages)<") &&
+	      strstr(x, "relative to the ample run"), "axis titles");
+	/* Log axis: the 8 MiB tick lies halfway between the 4 and 16 MiB ones. */
+	double tx[3] = { 0 };
+	line = x;
+	for (int i = 0; i < 3; i++) {
+		line = strstr(line, "<line class=\"ax\" x1=\"");
+		CHECK(line && sscanf(line, "<line class=\"ax\" x1=\"%lf\"", &tx[i]) == 1, "tick %d", i);
+		line++;
+	}
+	CHECK(tx[0] < tx[1] && tx[1] < tx[2] && fabs((tx[1] - tx[0]) - (tx[2] - tx[1])) < 0.2,
+	      "ticks at %.1f %.1f %.1f: not a log axis", tx[0], tx[1], tx[2]);
+	ok = 1;
+fail:
+	free(x);
+	free(y);
+	free(z);
 	return ok;
 }
 
@@ -406,6 +496,7 @@ static const struct {
 	{ "svg_axes", t_axes },
 	{ "svg_latency", t_latency },
 	{ "svg_index", t_index },
+	{ "svg_curve", t_curve },
 };
 
 int main(void)

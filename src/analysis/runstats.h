@@ -1,0 +1,29 @@
+/* The stats files of a run (fltrace-data-stats-<pid>.out): the last line of each process, its
+ * counters summed over the processes and its peaks taken as the largest, for summaries. */
+#ifndef FLTRACE_RUNSTATS_H
+#define FLTRACE_RUNSTATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct runstats {
+	unsigned files;            /* stats files read (processes) */
+	/* Counters, summed over processes. */
+	uint64_t faults, zero, refetch, file, wp, syscall, nostack, sampled_out;
+	/* Peaks and sizes, the largest of any process (peaks of processes need not coincide). */
+	uint64_t resident_peak, far_peak, vm_hwm, untracked_rss, untracked_map;
+	uint64_t untracked_shared_file, untracked_loader_file;
+};
+
+/* Adds the last complete line of one stats file to *s (an empty file counts as a process with no
+ * counts). 0, or -errno if it cannot be read (s is then unchanged). */
+int runstats_add_file(struct runstats *s, const char *path);
+/* Adds every fltrace-data-stats-*.out of dir to *s (zeroed first). 0 (s->files may be 0), or
+ * -errno if dir cannot be listed. */
+int runstats_read_dir(struct runstats *s, const char *dir);
+/* Whether a directory entry name is a stats file. */
+bool runstats_is_stats_name(const char *name);
+/* The last complete line of a stats file (malloc'd, without the newline), or NULL. */
+char *runstats_last_line(const char *path);
+
+#endif
