@@ -62,13 +62,17 @@ EXPORT void *malloc(size_t n)
 	EARLY();
 	if (rt_tls_internal)
 		return internal_alloc(n, 16);
-	return fltrace_je_malloc(n);
+	void *p = fltrace_je_malloc(n);
+	allocs_heap(p, n);
+	return p;
 }
 
 EXPORT void free(void *p)
 {
-	if (!internal_owns(p))
-		fltrace_je_free(p);
+	if (internal_owns(p))
+		return;
+	allocs_heap_free(p);
+	fltrace_je_free(p);
 }
 
 EXPORT void *calloc(size_t n, size_t size)
@@ -82,7 +86,9 @@ EXPORT void *calloc(size_t n, size_t size)
 		}
 		return internal_alloc(bytes, 16); /* fresh mapping: already zero */
 	}
-	return fltrace_je_calloc(n, size);
+	void *p = fltrace_je_calloc(n, size);
+	allocs_heap(p, n * size); /* no overflow: jemalloc refused it otherwise */
+	return p;
 }
 
 EXPORT void *realloc(void *p, size_t n)
@@ -96,7 +102,12 @@ EXPORT void *realloc(void *p, size_t n)
 		}
 		return q;
 	}
-	return fltrace_je_realloc(p, n);
+	/* The old allocation's end is recorded first: the new one may start at the same address. */
+	allocs_heap_free(p);
+	void *q = fltrace_je_realloc(p, n);
+	if (n)
+		allocs_heap(q, n);
+	return q;
 }
 
 EXPORT void *reallocarray(void *p, size_t n, size_t size)
@@ -116,7 +127,10 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		*out = internal_alloc(n, align);
 		return *out ? 0 : ENOMEM;
 	}
-	return fltrace_je_posix_memalign(out, align, n);
+	int err = fltrace_je_posix_memalign(out, align, n);
+	if (!err)
+		allocs_heap(*out, n);
+	return err;
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t n)
@@ -124,7 +138,9 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 	EARLY();
 	if (rt_tls_internal)
 		return internal_alloc(n, align);
-	return fltrace_je_aligned_alloc(align, n);
+	void *p = fltrace_je_aligned_alloc(align, n);
+	allocs_heap(p, n);
+	return p;
 }
 
 EXPORT void *memalign(size_t align, size_t n)
@@ -132,20 +148,26 @@ EXPORT void *memalign(size_t align, size_t n)
 	EARLY();
 	if (rt_tls_internal)
 		return internal_alloc(n, align);
-	return fltrace_je_memalign(align, n);
+	void *p = fltrace_je_memalign(align, n);
+	allocs_heap(p, n);
+	return p;
 }
 
 EXPORT void *valloc(size_t n)
 {
 	EARLY();
-	return fltrace_je_valloc(n);
+	void *p = fltrace_je_valloc(n);
+	allocs_heap(p, n);
+	return p;
 }
 
 EXPORT void *pvalloc(size_t n)
 {
 	EARLY();
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-	return fltrace_je_memalign(ps, (n + ps - 1) & ~(ps - 1));
+	void *p = fltrace_je_memalign(ps, (n + ps - 1) & ~(ps - 1));
+	allocs_heap(p, n);
+	return p;
 }
 
 EXPORT size_t malloc_usable_size(void *p)

@@ -69,7 +69,8 @@ static size_t mmap_file_emulate(uintptr_t p, size_t len, int prot, int flags, in
 	return head;
 }
 
-EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/* caller: the return address of the interposed call, to tell the program's mappings from ours. */
+static void *mmap_tracked(void *addr, size_t len, int prot, int flags, int fd, off_t off, const void *caller)
 {
 	rt_early_init();
 	if (!rt_active())
@@ -78,6 +79,7 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 	bool file = !track && mmap_file_emulable(flags, fd);
 	if (track || file)
 		flags &= ~MAP_POPULATE; /* pages come in through the fault path, counted */
+	bool tracked = false;
 	rt_lock();
 	/* The kernel's own mapping first (for a file too): its checks, errors and address choice are
 	 * exactly what the program would get without fltrace. */
@@ -86,10 +88,12 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		if (flags & MAP_FIXED)
 			region_remove((uintptr_t)p, page_round(len));
 		size_t emulated = file ? mmap_file_emulate((uintptr_t)p, len, prot, flags, fd, off) : 0;
+		tracked = true;
 		if (emulated) {
 			atomic_fetch_add(&rt.stats.file_map_bytes, emulated);
 			atomic_fetch_add(&rt.stats.file_maps, 1);
 		} else if (!track || region_add((uintptr_t)p, page_round(len), prot) < 0) {
+			tracked = false;
 			atomic_fetch_add(&rt.stats.untracked_map_bytes, page_round(len));
 			atomic_fetch_add(&rt.stats.untracked_maps, 1);
 			if (!(flags & MAP_ANONYMOUS) && (flags & MAP_TYPE) != MAP_PRIVATE) {
@@ -99,12 +103,20 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		}
 	}
 	rt_unlock();
+	/* Outside rt.lock: taking the stack may fault (with --files=all, on the program's code). */
+	if (tracked)
+		allocs_note_map((uintptr_t)p, len, FT_ALLOC_MMAP, caller);
 	return p;
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	return mmap_tracked(addr, len, prot, flags, fd, off, __builtin_return_address(0));
 }
 
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-	return mmap(addr, len, prot, flags, fd, off);
+	return mmap_tracked(addr, len, prot, flags, fd, off, __builtin_return_address(0));
 }
 
 EXPORT int munmap(void *addr, size_t len)
@@ -117,6 +129,8 @@ EXPORT int munmap(void *addr, size_t len)
 	if (ret == 0)
 		region_remove((uintptr_t)addr, page_round(len));
 	rt_unlock();
+	if (ret == 0)
+		allocs_note_unmap((uintptr_t)addr, page_round(len), __builtin_return_address(0));
 	return ret;
 }
 
@@ -157,13 +171,19 @@ EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 	if (lr && lr->loader)
 		loader_release((uintptr_t)old, page_round(oldlen));
 	void *p = (void *)syscall(SYS_mremap, old, oldlen, newlen, flags, want);
-	if (p != MAP_FAILED && region_page((uintptr_t)old)) {
+	bool tracked = p != MAP_FAILED && region_page((uintptr_t)old);
+	if (tracked) {
 		if (flags & MREMAP_DONTUNMAP) /* the old range stays, emptied */
 			region_zap((uintptr_t)old, page_round(oldlen));
 		region_remap((uintptr_t)old, page_round(oldlen), (uintptr_t)p, page_round(newlen));
 		mremap_file_tail((uintptr_t)p, page_round(newlen));
 	}
 	rt_unlock();
+	if (tracked) {
+		if (!(flags & MREMAP_DONTUNMAP))
+			allocs_note_unmap((uintptr_t)old, page_round(oldlen), __builtin_return_address(0));
+		allocs_note_map((uintptr_t)p, newlen, FT_ALLOC_MREMAP, __builtin_return_address(0));
+	}
 	return p;
 }
 

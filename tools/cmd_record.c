@@ -14,7 +14,7 @@
 #define RECORD_MAX_HANDLERS 64
 #define RECORD_MAX_SAMPLERATE 1000000000ull
 
-enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL, OPT_FILES };
+enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL, OPT_FILES, OPT_ALLOC_SAMPLE };
 
 static const struct option record_longopts[] = {
 	{ "localmem", required_argument, NULL, 'L' },
@@ -27,6 +27,7 @@ static const struct option record_longopts[] = {
 	{ "depth", required_argument, NULL, OPT_DEPTH },
 	{ "poll", required_argument, NULL, OPT_POLL },
 	{ "files", required_argument, NULL, OPT_FILES },
+	{ "alloc-sample", required_argument, NULL, OPT_ALLOC_SAMPLE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -68,6 +69,10 @@ static void record_help(void)
 "                          program makes with mmap) or all (also the code and read-only data\n"
 "                          of the executable and its libraries that the loader mapped, except\n"
 "                          libc, ld.so, libm, libunwind, liblzma, whose code fltrace runs)\n"
+"      --alloc-sample <size>  allocation sites (report --by alloc): every mmap and every\n"
+"                          malloc of 64K or more is recorded with its stack, and one small\n"
+"                          allocation per <size> bytes allocated on average (default 512K;\n"
+"                          bytes unless a unit is given; off: none)\n"
 "  -h, --help              this help\n"
 "\n"
 "exit status: the command's own status (128+N if it died of signal N); 2 for a usage error or\n"
@@ -152,6 +157,20 @@ static int record_parse_poll(const char *arg, struct record_opts *o)
 	return 0;
 }
 
+static int record_parse_alloc_sample(const char *arg, struct record_opts *o)
+{
+	if (!strcmp(arg, "off") || !strcmp(arg, "0")) {
+		o->alloc_sample_off = true;
+		return 0;
+	}
+	int err = parse_size(arg, 1, &o->alloc_sample);
+	if (err)
+		return record_bad_value("--alloc-sample", arg, err, "give a size in bytes, e.g. 512K "
+					"or 1M, or off");
+	o->alloc_sample_off = false;
+	return 0;
+}
+
 static int record_parse_files(const char *arg, struct record_opts *o)
 {
 	if (strcmp(arg, "mapped") && strcmp(arg, "all"))
@@ -176,6 +195,7 @@ static int record_parse_one(int c, const char *arg, struct record_opts *o)
 	case OPT_POLICY: return record_parse_policy(arg, o);
 	case OPT_POLL: return record_parse_poll(arg, o);
 	case OPT_FILES: return record_parse_files(arg, o);
+	case OPT_ALLOC_SAMPLE: return record_parse_alloc_sample(arg, o);
 	case 'o':
 		o->outdir_arg = arg;
 		if (!*arg)

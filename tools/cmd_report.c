@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/analysis/allocsite.h"
 #include "../src/analysis/analysis.h"
 #include "../src/analysis/report.h"
 #include "builtin.h"
@@ -25,8 +26,10 @@ static const char report_usage[] =
 "  -i, --input DIR       directory holding the traces (default .)\n"
 "  -o, --output FILE     write one output, all processes merged, to FILE (- is stdout)\n"
 "      --format NAME     what to write (default csv); the formats are listed below\n"
-"      --by VIEW         stack (default) | line | function: group by full stack, by the\n"
-"                        innermost frame's file:line, or by its function\n"
+"      --by VIEW         stack (default) | line | function | alloc: group by full stack, by\n"
+"                        the innermost frame's file:line, by its function, or by the\n"
+"                        allocation site of the memory each fault hit (alloc: writes\n"
+"                        fltrace-data-report-alloc-<pid|all>.out, or a table with --top)\n"
 "      --kind LIST       keep faults of these kinds: zero,refetch,file,wp,syscall\n"
 "      --access LIST     keep faults of these accesses: read,write,wp\n"
 "      --pid N           only the process N\n"
@@ -50,6 +53,7 @@ static const char report_usage[] =
 "  fltrace report                          # CSV per process in the current directory\n"
 "  fltrace report -i out --top 20          # the 20 call stacks with most faults, as a table\n"
 "  fltrace report --by line --kind refetch # which lines re-fetch evicted pages\n"
+"  fltrace report --by alloc --top 10      # which allocations' memory faults most\n"
 "  fltrace report --folded -o f.folded && flamegraph.pl f.folded > f.svg\n"
 "  fltrace report --kind file --files      # which parts of which files were read, in order\n"
 "  fltrace report --time 10:20 --access write --merge\n"
@@ -242,9 +246,10 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 			if (!strcmp(optarg, "stack")) env->by = AGG_BY_STACK;
 			else if (!strcmp(optarg, "line")) env->by = AGG_BY_LINE;
 			else if (!strcmp(optarg, "function")) env->by = AGG_BY_FUNCTION;
+			else if (!strcmp(optarg, "alloc")) env->by = AGG_BY_ALLOC;
 			else
 				return cli_error(CLI_EXIT_USAGE, "report", "--by: unknown view '%s'; "
-						 "use stack, line or function", optarg);
+						 "use stack, line, function or alloc", optarg);
 			break;
 		case OPT_KIND:
 			if (report_parse_list("kind", optarg, kinds, kind_bits, 5, &env->filter.kinds))
@@ -555,6 +560,38 @@ static int report_diff(struct report_env *env)
 
 /* ------------------------------------------------------------------ main */
 
+/* --by alloc: faults by the allocation site of the memory they hit, all processes (or --pid). */
+static int report_by_alloc(const struct report_env *env)
+{
+	struct as_report r;
+	char err[512], path[4096], name[256];
+	int status = CLI_EXIT_OK;
+
+	report_progress(env, "%s", "reading and symbolizing");
+	if (as_report_load(env->dir, env->pid, &env->filter, &r, err, sizeof(err))) {
+		report_progress_end(env);
+		as_report_free(&r);
+		return cli_error(CLI_EXIT_FAIL, "report", "%s", err);
+	}
+	report_progress_end(env);
+	if (env->top) {
+		as_report_write_top(&r, stdout, env->top);
+		if (fflush(stdout) || ferror(stdout))
+			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
+					   strerror(errno));
+	} else {
+		if (env->pid >= 0)
+			snprintf(name, sizeof(name), "fltrace-data-report-alloc-%ld.out", env->pid);
+		else
+			snprintf(name, sizeof(name), "fltrace-data-report-alloc-all.out");
+		FILE *o = report_create(env->dir, name, path, sizeof(path));
+		if (!o || as_report_write_csv(&r, o) || report_close(o, path))
+			status = CLI_EXIT_FAIL;
+	}
+	as_report_free(&r);
+	return status;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct report_env env = { .dir = ".", .pid = -1, .fmt = report_writer_find("csv") };
@@ -571,8 +608,13 @@ int cmd_report(int argc, char **argv)
 		return ret;
 	clock_gettime(CLOCK_MONOTONIC, &env.t0);
 	env.progress = isatty(STDERR_FILENO);
+	if (env.by == AGG_BY_ALLOC && (env.diff_a || (env.fmt && strcmp(env.fmt->name, "csv"))))
+		return cli_error(CLI_EXIT_USAGE, "report", "--by alloc writes its own CSV (or a table "
+				 "with --top); leave out --diff and --format");
 	if (env.diff_a)
 		return report_diff(&env);
+	if (env.by == AGG_BY_ALLOC)
+		return report_by_alloc(&env);
 
 	ret = trace_list_dir(env.dir, &list);
 	if (ret)

@@ -12,6 +12,7 @@
 #include <fltrace/statsline.h>
 
 #include "../src/analysis/analysis.h"
+#include "../src/analysis/allocsite.h"
 #include "../src/analysis/callsites.h"
 #include "../src/analysis/runstats.h"
 #include "../src/analysis/svg_flame.h"
@@ -529,6 +530,42 @@ static const char *vis_policy_name(uint32_t p)
 	return p == FLTRACE_POLICY_FIFO ? "fifo" : p == FLTRACE_POLICY_CLOCK ? "clock" : "?";
 }
 
+static int vis_allocsite_add(void *arg, const char *const *frames, size_t n, uint64_t count,
+			     bool first_touch)
+{
+	return svg_flame_add(arg, frames, n, count, SVG_ACC_READ,
+			     first_touch ? SVG_KIND_ZERO : SVG_KIND_REFETCH);
+}
+
+/* Faults by the allocation site of the memory they hit: allocation stacks outermost first, the
+ * line that faulted on top (report --by alloc drawn). */
+static int vis_write_allocsite(const struct vis_proc *vp, struct svg_flame_opts *fo, const char *title)
+{
+	const struct vis_env *env = vp->env;
+	struct as_report r;
+	char err[512], path[4096], atitle[600];
+	FILE *f;
+	int rc;
+
+	if (as_report_load(env->indir, vp->pid, &env->filter, &r, err, sizeof(err))) {
+		as_report_free(&r);
+		return cli_error(CLI_EXIT_FAIL, "visualize", "%s", err);
+	}
+	struct svg_flame *fl = svg_flame_new();
+	rc = fl ? as_report_foreach_stack(&r, vis_allocsite_add, fl) : -ENOMEM;
+	as_report_free(&r);
+	if (rc) {
+		svg_flame_free(fl);
+		return cli_error(CLI_EXIT_FAIL, "visualize", "out of memory; draw one process at a time (--pid)");
+	}
+	snprintf(atitle, sizeof(atitle), "%s: by allocation site", title);
+	fo->title = atitle;
+	if (!(rc = vis_open(env, "flamegraph-allocsite", vp->pid, path, sizeof(path), &f)))
+		rc = vis_close(f, path, svg_flame_write(fl, f, fo));
+	svg_flame_free(fl);
+	return rc;
+}
+
 static int vis_write(struct vis_proc *vp)
 {
 	const struct vis_env *env = vp->env;
@@ -564,6 +601,8 @@ static int vis_write(struct vis_proc *vp)
 	fo.title = atitle;
 	if ((rc = vis_open(env, "flamegraph-alloc", vp->pid, path, sizeof(path), &f)) ||
 	    (rc = vis_close(f, path, svg_flame_write(vp->alloc, f, &fo))))
+		return rc;
+	if ((rc = vis_write_allocsite(vp, &fo, title)))
 		return rc;
 
 	snprintf(title, sizeof(title), "Faults over time: %s (pid %u)", base ? base + 1 : cmd, vp->pid);

@@ -19,6 +19,8 @@ struct record_opts {
 	enum fltrace_policy policy; /* --policy */
 	const char *poll;           /* --poll: adaptive (default), block or spin */
 	const char *files;          /* --files: mapped (default) or all */
+	uint64_t alloc_sample;      /* --alloc-sample, bytes; 0 = the default */
+	bool alloc_sample_off;      /* --alloc-sample off */
 	bool have_cores;            /* --cores given */
 	struct cpulist cores;       /* --cores */
 	const char *outdir_arg;     /* -o as given */

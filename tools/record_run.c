@@ -128,6 +128,8 @@ static int run_set_environment(const struct record_opts *o)
 	err |= run_setenv_u64(FLTRACE_ENV_STACK_DEPTH, o->depth);
 	err |= setenv(FLTRACE_ENV_POLL, o->poll ? o->poll : "adaptive", 1);
 	err |= setenv(FLTRACE_ENV_FILES, o->files ? o->files : "mapped", 1);
+	err |= run_setenv_u64(FLTRACE_ENV_ALLOC_SAMPLE, o->alloc_sample_off ? 0 :
+			      o->alloc_sample ? o->alloc_sample : FLTRACE_DEFAULT_ALLOC_SAMPLE);
 	err |= setenv(FLTRACE_ENV_PRELOAD_PATH, o->preload, 1);
 	/* Never let a stale value from the caller's environment pin the handlers. */
 	err |= unsetenv(FLTRACE_ENV_CORES);

@@ -16,6 +16,9 @@
 #define FLTRACE_ENV_STACK_DEPTH "FLTRACE_STACK_DEPTH" /* --depth: frames per stack */
 #define FLTRACE_ENV_POLL "FLTRACE_POLL"             /* --poll: adaptive | block | spin */
 #define FLTRACE_ENV_FILES "FLTRACE_FILES"           /* --files: mapped | all */
+#define FLTRACE_ENV_ALLOCS "FLTRACE_ALLOCS"         /* --allocs: 1 record allocation sites, 0 not */
+#define FLTRACE_ENV_ALLOC_SAMPLE "FLTRACE_ALLOC_SAMPLE" /* --alloc-sample: mean bytes between samples */
+#define FLTRACE_DEFAULT_ALLOC_SAMPLE (512u << 10)
 #define FLTRACE_ENV_PRELOAD_PATH "FLTRACE_PRELOAD"  /* the preload library record chose (informational) */
 
 enum fltrace_policy {

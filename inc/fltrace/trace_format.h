@@ -48,6 +48,8 @@ enum ft_rec_type {
 	FT_REC_MAPS = 3,  /* a snapshot of /proc/<pid>/maps (text) */
 	FT_REC_OBJECT = 4, /* a loaded object: path, load base, build-id */
 	FT_REC_REGION = 5, /* a tracked file-backed region: address, length, file offset, path */
+	FT_REC_ALLOC = 6,  /* an allocation that made tracked memory: range, size, stack */
+	FT_REC_FREE = 7,   /* the end of a recorded allocation (or of mappings in a range) */
 };
 
 struct ft_rec_hdr {
@@ -125,6 +127,36 @@ struct ft_region {
 	uint64_t start, len;    /* address range in the process */
 	uint64_t offset;        /* file offset of start */
 	char path[];
+};
+
+/* What made an FT_REC_ALLOC (struct ft_alloc.kind). */
+enum ft_alloc_kind {
+	FT_ALLOC_MALLOC = 0, /* malloc, calloc, realloc, memalign and the rest of the family */
+	FT_ALLOC_MMAP = 1,   /* an mmap the program made itself */
+	FT_ALLOC_MREMAP = 2, /* the new range of an mremap the program made */
+};
+#define FT_ALLOC_SAMPLED 0x1u /* ft_alloc.flags: a small allocation recorded by sampling */
+
+/* Allocations the program makes: every mmap/mremap of tracked memory, every malloc-family
+ * allocation of at least FT_ALLOC_BIG bytes, and small ones sampled by bytes allocated. Records are
+ * written in the order the program made the calls, so file order is the order of events. */
+#define FT_ALLOC_BIG (64u << 10)
+struct ft_alloc {
+	struct ft_rec_hdr hdr;
+	uint64_t time_ns;
+	uint64_t addr, size;  /* [addr, addr+size): the bytes the program asked for */
+	uint32_t tid;
+	uint32_t stack_id;    /* FT_NO_STACK if none */
+	uint8_t kind;         /* enum ft_alloc_kind */
+	uint8_t flags;        /* FT_ALLOC_SAMPLED */
+	uint8_t pad[6];
+};
+
+struct ft_free {
+	struct ft_rec_hdr hdr;
+	uint64_t time_ns;
+	uint64_t addr;
+	uint64_t len;         /* 0: the malloc-family allocation at addr; else munmap of [addr, addr+len) */
 };
 
 static inline uint32_t ft_rec_size(uint32_t body)

@@ -138,6 +138,7 @@ enum agg_by {
 	AGG_BY_STACK = 0,   /* full stack + flags (the default) */
 	AGG_BY_LINE = 1,    /* innermost frame's file:line */
 	AGG_BY_FUNCTION = 2, /* innermost frame's function */
+	AGG_BY_ALLOC = 3,    /* the allocation site of the memory each fault hit (allocsite.h) */
 };
 
 /* Which faults to keep. Masks are bit sets of 1u << enum value. */

@@ -132,6 +132,8 @@ static size_t trace_min_size(unsigned type)
 	case FT_REC_MAPS: return sizeof(struct ft_maps);
 	case FT_REC_OBJECT: return sizeof(struct ft_object);
 	case FT_REC_REGION: return sizeof(struct ft_region);
+	case FT_REC_ALLOC: return sizeof(struct ft_alloc);
+	case FT_REC_FREE: return sizeof(struct ft_free);
 	default: return 0;
 	}
 }

@@ -60,6 +60,7 @@ void rt_fork_child(void)
 {
 	pthread_mutex_init(&rt.lock, NULL);
 	rt_lock_unmask_signals();
+	allocs_fork_child();
 	loader_fork_child();
 	if (atomic_load(&rt.phase) != RT_ON)
 		return;

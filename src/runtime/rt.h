@@ -37,6 +37,8 @@ struct rt_config {
 	bool spin;           /* handler threads busy-poll instead of blocking */
 	uint64_t spin_ns;    /* adaptive: poll this long after the last fault before blocking */
 	bool files_all;      /* --files=all: the loader's code and read-only data are traced too */
+	bool allocs;         /* allocation sites are recorded (FLTRACE_ALLOCS, default on) */
+	uint64_t alloc_sample; /* mean bytes between sampled small allocations, 0 = none */
 };
 
 /* ---- userfaultfd: the only owner of the fds and their ioctls (uffd.c) ---- */
@@ -204,6 +206,29 @@ size_t loader_rewrite_maps(const char *in, size_t len, char *out, size_t cap);
  * program mremaps them (an mremap of memory on rt.loader_uffd must not wait for a handler). */
 void loader_release(uintptr_t start, size_t len);
 
+/* ---- allocation sites (allocs.c) ---- */
+int allocs_init(uint64_t sample_bytes, bool on);
+void allocs_fork_child(void);
+RT_HIDDEN extern __thread int64_t rt_tls_alloc_countdown; /* bytes until the next sample */
+void allocs_heap_slow(void *p, size_t size);
+void allocs_heap_free_slow(void *p);
+bool allocs_maybe_recorded(const void *p);
+/* The program's mmap / mremap / munmap; `caller` is the wrapper's return address: calls from
+ * fltrace's own code (jemalloc's mappings of the heap) are not the program's. */
+void allocs_note_map(uintptr_t p, size_t len, unsigned kind, const void *caller);
+void allocs_note_unmap(uintptr_t p, size_t len, const void *caller);
+/* The malloc family's hooks: a subtraction on the common path. */
+static inline void allocs_heap(void *p, size_t size)
+{
+	if (size >= FT_ALLOC_BIG || (rt_tls_alloc_countdown -= (int64_t)size) <= 0)
+		allocs_heap_slow(p, size);
+}
+static inline void allocs_heap_free(void *p)
+{
+	if (allocs_maybe_recorded(p))
+		allocs_heap_free_slow(p);
+}
+
 /* ---- maps history (maps.c) ---- */
 void maps_snapshot(void);        /* if /proc/self/maps changed: record it */
 void maps_close(void);
@@ -222,6 +247,7 @@ struct rt_stats {
 	_Atomic uint64_t untracked_shared_file_bytes, untracked_shared_file_maps;
 	_Atomic uint64_t loader_file_bytes, loader_file_maps;   /* --files=all: loader mappings traced */
 	_Atomic uint64_t untracked_loader_file_bytes, untracked_loader_file_maps; /* ... and left alone */
+	_Atomic uint64_t allocs_big, allocs_sampled, allocs_maps, allocs_lost; /* allocation records */
 };
 int stats_start(void);
 void stats_far_add(int64_t pages); /* evicted pages, with the peak */

@@ -163,6 +163,8 @@ static void config_parse(struct rt_config *c)
 	c->spin = poll && strcmp(poll, "spin") == 0;
 	const char *files = getenv(FLTRACE_ENV_FILES);
 	c->files_all = files && strcmp(files, "all") == 0;
+	c->allocs = env_u64(FLTRACE_ENV_ALLOCS, 1) != 0;
+	c->alloc_sample = env_u64(FLTRACE_ENV_ALLOC_SAMPLE, FLTRACE_DEFAULT_ALLOC_SAMPLE);
 	bool block = poll && strcmp(poll, "block") == 0;
 	c->spin_ns = block ? 0 : env_u64("FLTRACE_SPIN_US", 100) * 1000;
 	const char *cores = getenv(FLTRACE_ENV_CORES);
@@ -271,7 +273,8 @@ __attribute__((constructor(101))) static void rt_init(void)
 	uint64_t ps = rt.page_size;
 	/* Slots for evicted pages (at most -M minus -L: evict.c enforces it) and CLOCK's probation. */
 	if (farmem_init((rt.cfg.maxmem + ps - 1) / ps + 1024) < 0 ||
-	    evict_init(rt.cfg.localmem / ps, rt.cfg.maxmem / ps) < 0 || threads_init() < 0)
+	    evict_init(rt.cfg.localmem / ps, rt.cfg.maxmem / ps) < 0 || threads_init() < 0 ||
+	    allocs_init(rt.cfg.alloc_sample, rt.cfg.allocs) < 0)
 		rt_die("runtime", "cannot reserve its bookkeeping memory", "lower -M");
 	handler_signal_init();
 	prefault_init();

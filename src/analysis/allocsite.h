@@ -1,0 +1,76 @@
+/* Faults by allocation site (allocsite.c: matching faults to the allocations they hit;
+ * allocsite_report.c: loading a recording, the CSV, the table and the flamegraph input). */
+#ifndef FLTRACE_ALLOCSITE_H
+#define FLTRACE_ALLOCSITE_H
+
+#include <stdio.h>
+
+#include "analysis.h"
+
+#define AS_CALLSITE_FRAMES 8 /* frames of a faulting stack kept to find its first known line */
+
+/* The code that faulted on a site's objects: one faulting stack's first frames, symbolized. */
+struct as_call {
+	uint64_t count;
+	uint32_t nframes;
+	int64_t frames[AS_CALLSITE_FRAMES];
+};
+
+/* One allocation stack (site 0: faults on no recorded allocation; 1: allocations without a stack). */
+struct as_site {
+	uint32_t depth;
+	uint64_t *ips;          /* the allocation's stack, innermost first (return addresses) */
+	int64_t *frames;        /* symbolizer ids of ips, after allocsites_symbolize */
+	uint64_t time_ns;       /* first allocation */
+	uint8_t kind;           /* enum ft_alloc_kind of the first allocation */
+	uint64_t objects, bytes; /* allocations recorded, bytes asked for */
+	uint64_t faults, zero, refetch, other; /* pages */
+	struct as_call *calls;
+	size_t ncalls, capcalls;
+};
+
+struct allocsites;
+struct allocsites *allocsites_new(void);
+void allocsites_free(struct allocsites *a);
+/* Feed a trace's records in file order: stacks, allocations and frees here, kept faults below. */
+int allocsites_record(struct allocsites *a, const struct ft_rec_hdr *h);
+int allocsites_fault(struct allocsites *a, const struct ft_file_header *hdr, const struct ft_fault *f);
+/* Before the trace is closed: register the frames of sites and faulting stacks. */
+int allocsites_symbolize(struct allocsites *a, struct symbolizer *sym, const struct maps_history *m);
+void allocsites_trace_done(struct allocsites *a);
+size_t allocsites_sites(const struct allocsites *a, const struct as_site **out);
+uint64_t allocsites_total(const struct allocsites *a);
+uint64_t allocsites_attributed(const struct allocsites *a);
+
+/* ---- a recording by allocation site (allocsite_report.c) ---- */
+struct as_row {
+	char *code, *funcs, *libs;   /* the allocation stack's frames, joined by "<//>" */
+	const char *where;           /* its first frame with a known source line, or the first */
+	const char *kind;            /* malloc | mmap | mremap | "" */
+	uint64_t objects, bytes, faults, zero, refetch, other;
+	struct as_row_call { const char *code; uint64_t count; } *calls; /* most faults first */
+	size_t ncalls;
+};
+struct as_report {
+	struct as_row *rows;         /* most faults first; the no-recorded-allocation row included */
+	size_t nrows;
+	uint64_t total, attributed;
+	uint64_t sampled_allocs, big_allocs, map_allocs, sample_bytes; /* from the traces */
+	struct symbolizer *sym;
+	struct maps_history **maps;
+	size_t nmaps;
+};
+/* Reads the traces of dir (pid < 0: all processes), keeping faults that pass filter. */
+int as_report_load(const char *dir, long pid, const struct agg_filter *filter, struct as_report *r,
+		   char *err, size_t errlen);
+void as_report_free(struct as_report *r);
+int as_report_write_csv(const struct as_report *r, FILE *out);
+void as_report_write_top(const struct as_report *r, FILE *out, long top);
+/* Folded stacks for a flamegraph: allocation stack outermost first, then the faulting line. */
+/* first_touch: most of the row's faults were first touches (else re-fetches and others). */
+int as_report_foreach_stack(const struct as_report *r,
+			    int (*cb)(void *arg, const char *const *frames, size_t n, uint64_t count,
+				      bool first_touch),
+			    void *arg);
+
+#endif

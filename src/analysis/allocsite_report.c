@@ -1,0 +1,402 @@
+/* A recording read by allocation site: every trace of a directory matched fault by fault to the
+ * allocation it hit, rows merged by the symbolized allocation stack, and their writers. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocsite.h"
+
+#define AS_NO_ALLOC "[no recorded allocation]"
+#define AS_NO_STACK "[allocation without a stack]"
+#define AS_TOP_CALLS 10
+
+static char *as_join(const struct symbolizer *sym, const struct as_site *s, int what)
+{
+	size_t len = 1;
+	for (uint32_t k = 0; k < s->depth; k++) {
+		const struct sym_frame *f = sym_frame(sym, s->frames[k]);
+		const char *v = what == 0 ? f->code : what == 1 ? f->funcs : f->lib;
+		len += strlen(v) + 4;
+	}
+	char *out = malloc(len), *p = out;
+	if (!out)
+		return NULL;
+	*p = '\0';
+	for (uint32_t k = 0; k < s->depth; k++) {
+		const struct sym_frame *f = sym_frame(sym, s->frames[k]);
+		const char *v = what == 0 ? f->code : what == 1 ? f->funcs : f->lib;
+		p = stpcpy(p, k ? "<//>" : "");
+		p = stpcpy(p, v);
+	}
+	return out;
+}
+
+static bool as_known(const struct sym_frame *f)
+{
+	return f && strncmp(f->code, "??", 2) != 0;
+}
+
+/* The C runtime, the C++ runtime and fltrace itself: their frames (memset, operator new, our
+ * wrappers) say less about what the program was doing than the frame that called them. */
+static bool as_runtime_lib(const char *lib)
+{
+	static const char *const names[] = { "libc.so", "ld-linux", "libfltrace.so", "libpthread",
+					     "libm.so", "libdl.so", "libstdc++", "libgcc_s" };
+	const char *base = strrchr(lib, '/');
+	base = base ? base + 1 : lib;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(base, names[i], strlen(names[i])))
+			return true;
+	return false;
+}
+
+/* The line a stack stands for: its first frame with a known source line outside the runtime
+ * libraries (the program's line, not libc's memset), else the first known line, else frame 0. */
+static const char *as_first_known(const struct symbolizer *sym, const int64_t *frames, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		const struct sym_frame *f = sym_frame(sym, frames[k]);
+		if (as_known(f) && !as_runtime_lib(f->lib))
+			return f->code;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		if (as_known(sym_frame(sym, frames[k])))
+			return sym_frame(sym, frames[k])->code;
+	return n ? sym_frame(sym, frames[0])->code : "??:?";
+}
+
+static const char *as_kind_name(unsigned kind)
+{
+	switch (kind) {
+	case FT_ALLOC_MALLOC: return "malloc";
+	case FT_ALLOC_MMAP: return "mmap";
+	case FT_ALLOC_MREMAP: return "mremap";
+	}
+	return "";
+}
+
+static int as_call_add(struct as_row *row, const char *code, uint64_t count)
+{
+	for (size_t i = 0; i < row->ncalls; i++)
+		if (!strcmp(row->calls[i].code, code)) {
+			row->calls[i].count += count;
+			return 0;
+		}
+	struct as_row_call *n = realloc(row->calls, (row->ncalls + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	row->calls = n;
+	row->calls[row->ncalls++] = (struct as_row_call){ code, count };
+	return 0;
+}
+
+static int as_call_cmp(const void *a, const void *b)
+{
+	const struct as_row_call *x = a, *y = b;
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return strcmp(x->code, y->code);
+}
+
+static int as_row_cmp(const void *a, const void *b)
+{
+	const struct as_row *x = a, *y = b;
+	if (x->faults != y->faults)
+		return x->faults < y->faults ? 1 : -1;
+	if (x->objects != y->objects)
+		return x->objects < y->objects ? 1 : -1;
+	return strcmp(x->code, y->code);
+}
+
+/* The row of a site: an existing one with the same allocation stack (code, functions, objects),
+ * as two processes or two call addresses of one line give, or a new one. */
+static struct as_row *as_row_for(struct as_report *r, char *code, char *funcs, char *libs)
+{
+	for (size_t i = 0; i < r->nrows; i++)
+		if (!strcmp(r->rows[i].code, code) && !strcmp(r->rows[i].funcs, funcs) &&
+		    !strcmp(r->rows[i].libs, libs)) {
+			free(code);
+			free(funcs);
+			free(libs);
+			return &r->rows[i];
+		}
+	struct as_row *n = realloc(r->rows, (r->nrows + 1) * sizeof(*n));
+	if (!n)
+		return NULL;
+	r->rows = n;
+	memset(&r->rows[r->nrows], 0, sizeof(*n));
+	r->rows[r->nrows].code = code;
+	r->rows[r->nrows].funcs = funcs;
+	r->rows[r->nrows].libs = libs;
+	return &r->rows[r->nrows++];
+}
+
+static int as_rows_build(struct as_report *r, const struct allocsites *a)
+{
+	const struct as_site *sites;
+	size_t n = allocsites_sites(a, &sites);
+	for (size_t i = 0; i < n; i++) {
+		const struct as_site *s = &sites[i];
+		if (!s->faults && !s->objects)
+			continue;
+		bool named = i >= 2 && s->frames;
+		char *code = named ? as_join(r->sym, s, 0) : strdup(i == 0 ? AS_NO_ALLOC : AS_NO_STACK);
+		char *funcs = named ? as_join(r->sym, s, 1) : strdup("");
+		char *libs = named ? as_join(r->sym, s, 2) : strdup("");
+		struct as_row *row = code && funcs && libs ? as_row_for(r, code, funcs, libs) : NULL;
+		if (!row) {
+			free(code);
+			free(funcs);
+			free(libs);
+			return -ENOMEM;
+		}
+		row->where = named ? as_first_known(r->sym, s->frames, s->depth) : row->code;
+		row->kind = named ? as_kind_name(s->kind) : "";
+		row->objects += s->objects;
+		row->bytes += s->bytes;
+		row->faults += s->faults;
+		row->zero += s->zero;
+		row->refetch += s->refetch;
+		row->other += s->other;
+		for (size_t c = 0; c < s->ncalls; c++)
+			if (as_call_add(row, as_first_known(r->sym, s->calls[c].frames, s->calls[c].nframes),
+					s->calls[c].count))
+				return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->nrows; i++)
+		qsort(r->rows[i].calls, r->rows[i].ncalls, sizeof(*r->rows[i].calls), as_call_cmp);
+	qsort(r->rows, r->nrows, sizeof(*r->rows), as_row_cmp);
+	return 0;
+}
+
+/* One trace: its maps into a history of its own, its records into the matcher. */
+static int as_load_trace(struct as_report *r, struct allocsites *a, const char *path,
+			 const struct agg_filter *filter, char *err, size_t errlen)
+{
+	struct trace *t;
+	int ret = trace_open(path, &t, err, errlen);
+	if (ret)
+		return ret;
+	struct maps_history *m = maps_new();
+	struct maps_history **mv = realloc(r->maps, (r->nmaps + 1) * sizeof(*mv));
+	if (!m || !mv) {
+		maps_free(m);
+		free(mv);
+		trace_close(t);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r->maps = mv;
+	r->maps[r->nmaps++] = m;
+	const struct ft_rec_hdr *h;
+	while (!ret && (h = trace_next(t))) {
+		switch (h->type) {
+		case FT_REC_MAPS: {
+			const struct ft_maps *mp = (const void *)h;
+			ret = maps_add_snapshot(m, mp->time_ns, mp->text, mp->len);
+			break;
+		}
+		case FT_REC_OBJECT:
+			ret = maps_add_object(m, (const void *)h);
+			break;
+		case FT_REC_FAULT:
+			if (!filter || agg_filter_match(filter, t->hdr, (const void *)h))
+				ret = allocsites_fault(a, t->hdr, (const void *)h);
+			break;
+		case FT_REC_ALLOC: {
+			const struct ft_alloc *al = (const void *)h;
+			if (al->kind != FT_ALLOC_MALLOC)
+				r->map_allocs++;
+			else if (al->flags & FT_ALLOC_SAMPLED)
+				r->sampled_allocs++;
+			else
+				r->big_allocs++;
+			ret = allocsites_record(a, h);
+			break;
+		}
+		default:
+			ret = allocsites_record(a, h);
+		}
+	}
+	if (!ret)
+		ret = allocsites_symbolize(a, r->sym, m);
+	allocsites_trace_done(a);
+	if (t->warning[0])
+		fprintf(stderr, "fltrace: report: warning: %s: %s\n", path, t->warning);
+	trace_close(t);
+	if (ret)
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+	return ret;
+}
+
+int as_report_load(const char *dir, long pid, const struct agg_filter *filter, struct as_report *r,
+		   char *err, size_t errlen)
+{
+	struct trace_list list = { 0 };
+	struct allocsites *a = NULL;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	ret = trace_list_dir(dir, &list);
+	if (ret) {
+		snprintf(err, errlen, "cannot read %s: %s; give the directory of a recording with -i DIR",
+			 dir, strerror(-ret));
+		return ret;
+	}
+	r->sym = sym_new();
+	a = allocsites_new();
+	if (!r->sym || !a) {
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	size_t loaded = 0;
+	for (size_t i = 0; i < list.n && !ret; i++) {
+		if (pid >= 0 && list.v[i].pid != (uint32_t)pid)
+			continue;
+		ret = as_load_trace(r, a, list.v[i].path, filter, err, errlen);
+		loaded++;
+	}
+	if (!ret && !loaded) {
+		snprintf(err, errlen, pid >= 0 ? "no trace of that pid in %s; leave out --pid to see all "
+			 "processes" : "no trace in %s; run 'fltrace record' first", dir);
+		ret = -ENOENT;
+	}
+	if (!ret && (ret = sym_resolve(r->sym)))
+		snprintf(err, errlen, "symbolization failed: %s", strerror(-ret));
+	if (!ret && (ret = as_rows_build(r, a)))
+		snprintf(err, errlen, "out of memory");
+	if (!ret) {
+		r->total = allocsites_total(a);
+		r->attributed = allocsites_attributed(a);
+	}
+out:
+	allocsites_free(a);
+	trace_list_free(&list);
+	return ret;
+}
+
+void as_report_free(struct as_report *r)
+{
+	for (size_t i = 0; i < r->nrows; i++) {
+		free(r->rows[i].code);
+		free(r->rows[i].funcs);
+		free(r->rows[i].libs);
+		free(r->rows[i].calls);
+	}
+	free(r->rows);
+	sym_free(r->sym);
+	for (size_t i = 0; i < r->nmaps; i++)
+		maps_free(r->maps[i]);
+	free(r->maps);
+	memset(r, 0, sizeof(*r));
+}
+
+int as_report_write_csv(const struct as_report *r, FILE *out)
+{
+	fputs("alloc_site,kind,objects,bytes,count,percent,zero,refetch,other,code,functions,lib,"
+	      "fault_code\n", out);
+	for (size_t i = 0; i < r->nrows; i++) {
+		const struct as_row *w = &r->rows[i];
+		char calls[4096];
+		size_t len = 0;
+		calls[0] = '\0';
+		for (size_t c = 0; c < w->ncalls && c < AS_TOP_CALLS && len < sizeof(calls) - 1; c++)
+			len += (size_t)snprintf(calls + len, sizeof(calls) - len, "%s%" PRIu64 "@%s",
+						c ? "<//>" : "", w->calls[c].count, w->calls[c].code);
+		if (len >= sizeof(calls))
+			calls[sizeof(calls) - 1] = '\0';
+		csv_put(out, w->where);
+		fprintf(out, ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			",%" PRIu64 ",", w->kind, w->objects, w->bytes, w->faults,
+			r->total ? w->faults * 100 / r->total : 0, w->zero, w->refetch, w->other);
+		csv_put(out, w->code);
+		fputc(',', out);
+		csv_put(out, w->funcs);
+		fputc(',', out);
+		csv_put(out, w->libs);
+		fputc(',', out);
+		csv_put(out, calls);
+		fputc('\n', out);
+	}
+	return ferror(out) ? -EIO : 0;
+}
+
+static void as_put_size(FILE *out, uint64_t b)
+{
+	if (b >= 10ull << 20)
+		fprintf(out, "%7.1fM", (double)b / (1 << 20));
+	else if (b >= 10ull << 10)
+		fprintf(out, "%7.1fK", (double)b / (1 << 10));
+	else
+		fprintf(out, "%7" PRIu64 "B", b);
+}
+
+void as_report_write_top(const struct as_report *r, FILE *out, long top)
+{
+	fprintf(out, "faults by allocation site: %" PRIu64 " faults, %" PRIu64 " (%.1f%%) on recorded "
+		"allocations (%" PRIu64 " big, %" PRIu64 " mappings, %" PRIu64 " small ones sampled)\n",
+		r->total, r->attributed, r->total ? 100.0 * (double)r->attributed / (double)r->total : 0,
+		r->big_allocs, r->map_allocs, r->sampled_allocs);
+	fprintf(out, "%10s %6s %8s %8s  %-40s %s\n", "faults", "%", "objects", "bytes", "allocation site",
+		"faulted at (faults)");
+	for (size_t i = 0; i < r->nrows && (long)i < top; i++) {
+		const struct as_row *w = &r->rows[i];
+		char site[512];
+		snprintf(site, sizeof(site), "%s%s%s%s", w->where, w->kind[0] ? " (" : "", w->kind,
+			 w->kind[0] ? ")" : "");
+		fprintf(out, "%10" PRIu64 " %5.1f%% %8" PRIu64 " ", w->faults,
+			r->total ? 100.0 * (double)w->faults / (double)r->total : 0, w->objects);
+		as_put_size(out, w->bytes);
+		fprintf(out, "  %-40s", site);
+		for (size_t c = 0; c < w->ncalls && c < 3; c++)
+			fprintf(out, " %s (%" PRIu64 ")", w->calls[c].code, w->calls[c].count);
+		fputc('\n', out);
+	}
+}
+
+/* Frames of a row for a flamegraph, outermost first: the allocation stack, then the line that
+ * faulted on it. */
+int as_report_foreach_stack(const struct as_report *r,
+			    int (*cb)(void *arg, const char *const *frames, size_t n, uint64_t count,
+				      bool first_touch),
+			    void *arg)
+{
+	for (size_t i = 0; i < r->nrows; i++) {
+		const struct as_row *w = &r->rows[i];
+		size_t depth = 1;
+		for (const char *p = w->code; (p = strstr(p, "<//>")); p += 4)
+			depth++;
+		char *copy = strdup(w->code);
+		const char **frames = calloc(depth + 1, sizeof(*frames));
+		if (!copy || !frames) {
+			free(copy);
+			free(frames);
+			return -ENOMEM;
+		}
+		size_t n = 0;
+		for (char *p = copy, *q; p; p = q) { /* innermost first in code: reverse */
+			q = strstr(p, "<//>");
+			if (q) {
+				*q = '\0';
+				q += 4;
+			}
+			frames[depth - 1 - n++] = p;
+		}
+		int ret = 0;
+		uint64_t listed = 0;
+		for (size_t c = 0; c < w->ncalls && !ret; c++) {
+			frames[depth] = w->calls[c].code;
+			ret = cb(arg, frames, depth + 1, w->calls[c].count, w->zero * 2 > w->faults);
+			listed += w->calls[c].count;
+		}
+		if (!ret && w->faults > listed) /* faults without a stack: the site alone */
+			ret = cb(arg, frames, depth, w->faults - listed, w->zero * 2 > w->faults);
+		free(copy);
+		free(frames);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}

@@ -1,0 +1,258 @@
+/* Allocation sites: which allocation made the memory each fault hit. Records (FT_REC_ALLOC/FREE)
+ * every program mmap/mremap, every malloc-family allocation of FT_ALLOC_BIG bytes or more, and
+ * small ones sampled by bytes allocated; the analysis matches faults to them offline. */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "rt.h"
+
+/* Recorded malloc-family pointers, so that free() knows which frees to record. A free that is
+ * not recorded (nearly all) is turned away by a counting filter on the pointer's page without a
+ * lock; only frees on a page holding a recorded pointer look the table up. */
+#define ALLOCS_TABLE (1u << 20)    /* slots, power of two */
+#define ALLOCS_FILTER (1u << 22)   /* 16-bit counters, power of two */
+#define SLOT_FREE 0
+#define SLOT_GONE 1                /* a removed key: probing goes on past it */
+
+__thread int64_t rt_tls_alloc_countdown;
+
+static struct {
+	bool on;
+	uint64_t sample_bytes;     /* mean bytes between sampled small allocations, 0 = none */
+	pthread_mutex_t lock;      /* the table */
+	uintptr_t *table;
+	uint32_t used, gone;
+	_Atomic uint16_t *filter;
+} al = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static __thread uint64_t tls_rand;
+static __thread bool tls_sampling; /* the countdown was drawn (a thread's first call draws it) */
+
+static uint32_t filter_index(uintptr_t p)
+{
+	uint64_t page = (uint64_t)p >> 12;
+	return (uint32_t)((page * 0x9e3779b97f4a7c15ull) >> 40) & (ALLOCS_FILTER - 1);
+}
+
+static uint32_t table_hash(uintptr_t p)
+{
+	return (uint32_t)(((uint64_t)p * 0xff51afd7ed558ccdull) >> 32) & (ALLOCS_TABLE - 1);
+}
+
+int allocs_init(uint64_t sample_bytes, bool on)
+{
+	al.on = on;
+	al.sample_bytes = sample_bytes;
+	if (!on)
+		return 0;
+	al.table = rt_map(ALLOCS_TABLE * sizeof(uintptr_t));
+	al.filter = rt_map(ALLOCS_FILTER * sizeof(uint16_t));
+	return al.table && al.filter ? 0 : -ENOMEM;
+}
+
+/* Slots filled with removed keys make probes long: rebuilt in place, from a copy. */
+static void table_rebuild(void)
+{
+	uintptr_t *old = al.table;
+	uintptr_t *fresh = rt_map(ALLOCS_TABLE * sizeof(uintptr_t));
+	if (!fresh)
+		return;
+	for (uint32_t i = 0; i < ALLOCS_TABLE; i++) {
+		uintptr_t k = old[i];
+		if (k <= SLOT_GONE)
+			continue;
+		uint32_t j = table_hash(k);
+		while (fresh[j] != SLOT_FREE)
+			j = (j + 1) & (ALLOCS_TABLE - 1);
+		fresh[j] = k;
+	}
+	al.table = fresh;
+	al.gone = 0;
+	rt_unmap(old, ALLOCS_TABLE * sizeof(uintptr_t));
+}
+
+/* Under al.lock. False when the table is full (the allocation is then not recorded). */
+static bool table_insert(uintptr_t p)
+{
+	if (al.used + al.gone >= ALLOCS_TABLE / 4 * 3) {
+		if (al.gone > al.used)
+			table_rebuild();
+		if (al.used + al.gone >= ALLOCS_TABLE / 4 * 3)
+			return false;
+	}
+	uint32_t i = table_hash(p);
+	while (al.table[i] > SLOT_GONE) {
+		if (al.table[i] == p)
+			return true; /* already there (a realloc in place was recorded again) */
+		i = (i + 1) & (ALLOCS_TABLE - 1);
+	}
+	if (al.table[i] == SLOT_GONE)
+		al.gone--;
+	al.table[i] = p;
+	al.used++;
+	atomic_fetch_add(&al.filter[filter_index(p)], 1);
+	return true;
+}
+
+static bool table_remove(uintptr_t p)
+{
+	for (uint32_t i = table_hash(p), n = 0; n < ALLOCS_TABLE; i = (i + 1) & (ALLOCS_TABLE - 1), n++) {
+		if (al.table[i] == SLOT_FREE)
+			return false;
+		if (al.table[i] != p)
+			continue;
+		al.table[i] = SLOT_GONE;
+		al.used--;
+		al.gone++;
+		atomic_fetch_sub(&al.filter[filter_index(p)], 1);
+		return true;
+	}
+	return false;
+}
+
+/* The caller's stack without our own frames (the wrappers of preload/). */
+static uint32_t allocs_stack(void)
+{
+	void *buf[FLTRACE_MAX_STACK_DEPTH + 8];
+	uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
+	int n = unw_backtrace(buf, (int)rt.cfg.stack_depth + 8);
+	unsigned d = 0;
+	for (int i = 0; i < n && d < rt.cfg.stack_depth; i++)
+		if (d || !prefault_is_own_frame((uint64_t)buf[i]))
+			ips[d++] = (uint64_t)buf[i];
+	return d ? trace_stack_id(ips, d) : FT_NO_STACK;
+}
+
+static void allocs_write(uintptr_t p, size_t size, unsigned kind, unsigned flags)
+{
+	uint32_t rsize = ft_rec_size(sizeof(struct ft_alloc));
+	uint32_t stack = allocs_stack();
+	struct ft_alloc *rec = trace_reserve(rsize);
+	if (!rec)
+		return;
+	rec->time_ns = rt_now_ns();
+	rec->addr = p;
+	rec->size = size;
+	rec->tid = (uint32_t)rt_gettid();
+	rec->stack_id = stack;
+	rec->kind = (uint8_t)kind;
+	rec->flags = (uint8_t)flags;
+	memset(rec->pad, 0, sizeof(rec->pad));
+	trace_commit(rec, FT_REC_ALLOC, rsize);
+}
+
+static void allocs_write_free(uintptr_t p, size_t len)
+{
+	uint32_t rsize = ft_rec_size(sizeof(struct ft_free));
+	struct ft_free *rec = trace_reserve(rsize);
+	if (!rec)
+		return;
+	rec->time_ns = rt_now_ns();
+	rec->addr = p;
+	rec->len = len;
+	trace_commit(rec, FT_REC_FREE, rsize);
+}
+
+/* The next sampling distance: exponential around the mean, so that every byte allocated has the
+ * same chance of being sampled whatever the sizes around it (as tcmalloc's heap sampler). */
+static int64_t allocs_next_distance(void)
+{
+	if (!al.sample_bytes)
+		return INT64_MAX;
+	if (!tls_rand)
+		tls_rand = 0x9e3779b97f4a7c15ull ^ (uint64_t)rt_gettid() * 0xbf58476d1ce4e5b9ull;
+	tls_rand ^= tls_rand << 13;
+	tls_rand ^= tls_rand >> 7;
+	tls_rand ^= tls_rand << 17;
+	double u = ((double)(tls_rand >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
+	double d = -log(u) * (double)al.sample_bytes;
+	return d < 1 ? 1 : d > 9e18 ? INT64_MAX : (int64_t)d;
+}
+
+static bool allocs_recording(void)
+{
+	return al.on && atomic_load_explicit(&rt.phase, memory_order_acquire) == RT_ON && !rt_tls_internal;
+}
+
+void allocs_heap_slow(void *p, size_t size)
+{
+	bool sampled = size < FT_ALLOC_BIG;
+	if (sampled) {
+		bool first = !tls_sampling;
+		tls_sampling = true;
+		rt_tls_alloc_countdown = allocs_next_distance();
+		if (first)
+			return; /* not a sample: the thread's first small allocation is no likelier than others */
+	}
+	if (!p || !allocs_recording())
+		return;
+	int saved_errno = errno;
+	rt_tls_internal++; /* the unwinder's own memory is not the program's */
+	pthread_mutex_lock(&al.lock);
+	bool kept = table_insert((uintptr_t)p);
+	pthread_mutex_unlock(&al.lock);
+	if (kept) {
+		allocs_write((uintptr_t)p, size, FT_ALLOC_MALLOC, sampled ? FT_ALLOC_SAMPLED : 0);
+		atomic_fetch_add(sampled ? &rt.stats.allocs_sampled : &rt.stats.allocs_big, 1);
+	} else {
+		atomic_fetch_add(&rt.stats.allocs_lost, 1);
+	}
+	rt_tls_internal--;
+	errno = saved_errno;
+}
+
+void allocs_heap_free_slow(void *p)
+{
+	if (!al.on)
+		return;
+	int saved_errno = errno;
+	pthread_mutex_lock(&al.lock);
+	bool was = table_remove((uintptr_t)p);
+	pthread_mutex_unlock(&al.lock);
+	if (was && allocs_recording())
+		allocs_write_free((uintptr_t)p, 0);
+	errno = saved_errno;
+}
+
+bool allocs_maybe_recorded(const void *p)
+{
+	return al.on && p && atomic_load_explicit(&al.filter[filter_index((uintptr_t)p)], memory_order_relaxed);
+}
+
+void allocs_note_map(uintptr_t p, size_t len, unsigned kind, const void *caller)
+{
+	if (prefault_is_own_frame((uint64_t)caller) || !allocs_recording())
+		return;
+	int saved_errno = errno;
+	rt_tls_internal++;
+	allocs_write(p, len, kind, 0);
+	atomic_fetch_add(&rt.stats.allocs_maps, 1);
+	rt_tls_internal--;
+	errno = saved_errno;
+}
+
+void allocs_note_unmap(uintptr_t p, size_t len, const void *caller)
+{
+	if (prefault_is_own_frame((uint64_t)caller) || !allocs_recording())
+		return;
+	allocs_write_free(p, len);
+}
+
+/* The child's trace is new and its table would name the parent's records: start empty. */
+void allocs_fork_child(void)
+{
+	pthread_mutex_init(&al.lock, NULL);
+	if (!al.on)
+		return;
+	rt_unmap(al.table, ALLOCS_TABLE * sizeof(uintptr_t));
+	rt_unmap((void *)al.filter, ALLOCS_FILTER * sizeof(uint16_t));
+	al.used = al.gone = 0;
+	if (allocs_init(al.sample_bytes, true) < 0)
+		al.on = false; /* no memory for the child's table: it records no allocations */
+}

@@ -1,0 +1,66 @@
+# record --alloc-sample / report --by alloc / visualize: faults by the allocation site of the memory
+# they hit, on a program with three objects made at known lines and touched in known proportions.
+source "$(dirname "$0")/../lib.sh"
+
+if ! have_uffd; then
+	skip record_allocs "userfaultfd is not available to this user"
+	exit 0
+fi
+
+# row_of CSV SITE_SUFFIX COLUMN: a column (by header name) of the report row whose alloc_site ends so
+row_of() {
+	awk -F, -v site="$2" -v col="$3" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		{ n = length(site); if (substr($1, length($1) - n + 1) == site) { print $c[col]; exit } }' "$1"
+}
+
+prog=$PROGS/allocsites
+# Ample memory: every page of each object is touched first once (a, b with memset, c by a scan).
+if same_output allocs_ample "-L 64 -M 512" "$prog" 1; then
+	dir=$TMP/allocs_ample
+	read -r _ _ pa _ pb _ pc _ < "$dir/native"
+	"$FLTRACE" report -i "$dir" --by alloc > /dev/null 2> "$dir/rerr"
+	csv=$dir/fltrace-data-report-alloc-all.out
+	got="$(row_of "$csv" allocsites.c:49 kind) $(row_of "$csv" allocsites.c:49 zero) $(row_of "$csv" allocsites.c:49 bytes)"
+	expect_eq allocs_malloc_line "malloc at allocsites.c:49: kind, first touches, bytes" "malloc $pa 8388608" "$got"
+	got="$(row_of "$csv" allocsites.c:50 kind) $(row_of "$csv" allocsites.c:50 zero) $(row_of "$csv" allocsites.c:50 bytes)"
+	expect_eq allocs_mmap_line "mmap at allocsites.c:50" "mmap $pb 4194304" "$got"
+	got="$(row_of "$csv" allocsites.c:51 kind) $(row_of "$csv" allocsites.c:51 zero) $(row_of "$csv" allocsites.c:51 objects)"
+	expect_eq allocs_calloc_line "calloc at allocsites.c:51 (its first 2 MB scan: 512 pages)" "malloc 512 1" "$got"
+	# the code that faulted on each object: the program's memset lines and the scan, not libc
+	got="$(row_of "$csv" allocsites.c:49 fault_code | sed 's/@.*\//@/') $(row_of "$csv" allocsites.c:51 fault_code | sed 's/@.*\//@/')"
+	expect_eq allocs_fault_lines "faulting lines of a and c" "$pa@allocsites.c:54 512@allocsites.c:23" "$got"
+	top=$("$FLTRACE" report -i "$dir" --by alloc --top 3 2>&1)
+	if printf '%s\n' "$top" | sed -n 3p | grep -q "allocsites.c:49 (malloc)" &&
+		printf '%s\n' "$top" | sed -n 4p | grep -q "allocsites.c:50 (mmap)"; then
+		pass allocs_top_order
+	else
+		fail allocs_top_order "rows not in fault order: $top"
+	fi
+	if "$FLTRACE" visualize -i "$dir" > /dev/null 2>&1 &&
+		xmllint --noout "$dir"/fltrace-data-flamegraph-allocsite-*.svg 2> /dev/null &&
+		grep -q 'allocsites.c:50 (1024 faults' "$dir"/fltrace-data-flamegraph-allocsite-*.svg; then
+		pass allocs_flamegraph
+	else
+		fail allocs_flamegraph "no well-formed allocation-site flamegraph with the mmap's 1024 faults"
+	fi
+fi
+
+# -L 1 with fifo: every touch after the first re-fetches (each scan touches more pages than fit),
+# so the re-fetches are in the program's proportions: a 1 scan, b 2, c 3 per pass, 2 passes.
+if same_output allocs_small "-L 1 -M 512 --policy fifo" "$prog" 2; then
+	dir=$TMP/allocs_small
+	"$FLTRACE" report -i "$dir" --by alloc > /dev/null 2>&1
+	csv=$dir/fltrace-data-report-alloc-all.out
+	got="$(row_of "$csv" allocsites.c:49 refetch) $(row_of "$csv" allocsites.c:50 refetch) $(row_of "$csv" allocsites.c:51 refetch)"
+	expect_eq allocs_refetch_proportions "re-fetches of a, b, c" "4096 4096 3072" "$got"
+fi
+
+# Sampling of small allocations: off records none, 1 byte records every one.
+same_output allocs_sample_off "-L 64 -M 512 --alloc-sample off" "$prog" 1 &&
+	expect_stat allocs_sample_off_none "$TMP/allocs_sample_off" allocs_sampled -eq 0
+same_output allocs_sample_all "-L 64 -M 512 --alloc-sample 1" "$prog" small 20000 &&
+	expect_stat allocs_sample_all_every "$TMP/allocs_sample_all" allocs_sampled -ge 20000
+# the default: one sample per 512 KB on average; 20000 x 100 B is 2 MB (a handful, never thousands)
+same_output allocs_sample_default "-L 64 -M 512" "$prog" small 20000 &&
+	expect_stat allocs_sample_default_few "$TMP/allocs_sample_default" allocs_sampled -lt 200
+expect_error allocs_sample_bad 2 "alloc-sample" "$FLTRACE" record -L 16 -M 64 --alloc-sample 12Q -- /bin/true
