@@ -608,7 +608,7 @@ int cmd_report(int argc, char **argv)
 		return ret;
 	clock_gettime(CLOCK_MONOTONIC, &env.t0);
 	env.progress = isatty(STDERR_FILENO);
-	if (env.by == AGG_BY_ALLOC && (env.diff_a || (env.fmt && strcmp(env.fmt->name, "csv"))))
+	if (env.by == AGG_BY_ALLOC && (env.diff_a || (env.fmt && strcmp(env.fmt->name, "csv") && strcmp(env.fmt->name, "top"))))
 		return cli_error(CLI_EXIT_USAGE, "report", "--by alloc writes its own CSV (or a table "
 				 "with --top); leave out --diff and --format");
 	if (env.diff_a)
