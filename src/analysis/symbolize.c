@@ -363,17 +363,28 @@ static void sym_finish_symbols(struct sym_object *o)
 	o->nsyms = n;
 }
 
-static const char *sym_lookup_func(const struct sym_object *o, uint64_t a)
+/* How many of n sorted records (stride bytes each, a uint64_t address first) start at or below
+ * a: the one before that index is the candidate for a. */
+static size_t sym_count_at_or_below(const void *base, size_t n, size_t stride, uint64_t a)
 {
-	size_t lo = 0, hi = o->nsyms;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (o->syms[mid].addr <= a)
+		uint64_t start;
+		memcpy(&start, (const char *)base + mid * stride, sizeof(start));
+		if (start <= a)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+static const char *sym_lookup_func(const struct sym_object *o, uint64_t a)
+{
+	size_t lo = sym_count_at_or_below(o->syms, o->nsyms, sizeof(*o->syms), a);
+
 	/* lo - 1 is the last symbol at or below a; a sized symbol must contain it. */
 	if (lo == 0)
 		return NULL;
@@ -457,15 +468,8 @@ out:
 /* The start of the function holding a, from the unwind table; 0 with *found false if none. */
 static uint64_t sym_lookup_fde(const struct sym_object *o, uint64_t a, bool *found)
 {
-	size_t lo = 0, hi = o->nfns;
+	size_t lo = sym_count_at_or_below(o->fns, o->nfns, sizeof(*o->fns), a);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (o->fns[mid].start <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	*found = lo && a < o->fns[lo - 1].end;
 	return *found ? o->fns[lo - 1].start : 0;
 }
