@@ -181,6 +181,9 @@ void sysstack_objects_refresh(void); /* the loaded objects' unwind tables; never
 /* `fresh`: unwound now (the caller checks the thread stayed asleep), not reused from a cache. */
 unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh);
 
+/* ---- libunwind's memory validation without fds (unwcheck.c) ---- */
+void unwcheck_init(void); /* before libunwind's first use */
+
 /* ---- trace writer (trace.c) ---- */
 int trace_open(void);
 void *trace_reserve(uint32_t size);

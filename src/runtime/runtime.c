@@ -266,6 +266,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	/* Not marked internal: jemalloc may start here (creating our threads allocates), and what it
 	 * maps is the program's heap, to be tracked like the rest. */
 	rt_early_init();
+	unwcheck_init();
 	atomic_store(&rt.phase, RT_STARTING);
 	config_parse(&rt.cfg);
 	uint64_t ps = rt.page_size;
