@@ -149,7 +149,7 @@ static void mremap_file_tail(uintptr_t p, size_t len)
 	uint64_t off = r->file_off + in_file;
 	int prot = PROT_READ | ((*region_page(p) & PG_WRITABLE) ? PROT_WRITE : 0);
 	region_remove(p + in_file, len - in_file);
-	mmap_raw((void *)(p + in_file), len - in_file, prot, MAP_PRIVATE | MAP_FIXED, filemap_fd(file), (off_t)off);
+	filemap_mmap(file, (void *)(p + in_file), len - in_file, prot, MAP_PRIVATE | MAP_FIXED, off);
 }
 
 EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)

@@ -133,38 +133,3 @@ EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct
 	bool big = prefault_range(buf, n, SYS_sendto, false);
 	return CALL(big, SYS_sendto, real_sendto(fd, buf, n, flags, a, al));
 }
-
-/* ---- closing fds: fltrace's own are not the program's to close (rt_fd_own) ---- */
-
-EXPORT int close(int fd)
-{
-	if (rt_fd_owned(fd))
-		return 0; /* as if closed: the number is not handed out again while we hold it */
-	return (int)syscall(SYS_close, fd);
-}
-
-/* The range without our fds, in pieces. */
-EXPORT int close_range(unsigned int first, unsigned int last, int flags)
-{
-	unsigned int lo = first;
-	for (unsigned int fd = first; fd <= last && fd < 65536; fd++) {
-		if (!rt_fd_owned((int)fd))
-			continue;
-		if (fd > lo && syscall(SYS_close_range, lo, fd - 1, flags) < 0)
-			return -1;
-		lo = fd + 1;
-	}
-	if (lo <= last && lo >= first && syscall(SYS_close_range, lo, last, flags) < 0)
-		return -1;
-	return 0;
-}
-
-EXPORT void closefrom(int lowfd)
-{
-	if (lowfd < 0)
-		lowfd = 0;
-	if (close_range((unsigned int)lowfd, ~0u, 0) == 0)
-		return;
-	for (int fd = lowfd; fd < 65536; fd++) /* no close_range: one by one, as glibc's fallback */
-		close(fd);
-}

@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fltrace/fmt.h"
@@ -12,7 +14,7 @@
 #define FILEMAP_MAX 4096
 
 struct filemap_file {
-	int fd;        /* ours, O_RDONLY | O_CLOEXEC: survives the program's close(), not its exec */
+	int fd;        /* ours, O_RDONLY, in fltrace's private fd table: the program cannot close it */
 	int refs;      /* regions (or parts of regions) that read from it; 0 = free slot */
 	uint64_t size; /* at the first mapping: pages past it are left to the kernel (SIGBUS) */
 	uint64_t dev, ino; /* what /proc/self/maps showed for it */
@@ -24,21 +26,6 @@ static struct {
 	struct filemap_file *v; /* raw mmap: never memory the program could evict under us */
 	uint32_t next_id;       /* FT_REC_REGION ids, dense from 0 in each trace file */
 } fm;
-
-/* Reopening by /proc gives a file description of our own (no shared offset or status flags);
- * a dup is the fallback when the file cannot be opened again (permissions changed, say). */
-static int filemap_own_fd(int progfd)
-{
-	char path[64];
-	struct fmt f;
-	fmt_init(&f, path, sizeof(path));
-	fmt_str(&f, "/proc/self/fd/");
-	fmt_u64(&f, (uint64_t)progfd);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = fcntl(progfd, F_DUPFD_CLOEXEC, 0);
-	return fd < 0 ? -errno : fd;
-}
 
 static int filemap_free_slot(void)
 {
@@ -60,7 +47,7 @@ static int filemap_fill(int h, const char *path, size_t n, int fd, const struct 
 	memcpy(file->path, path, n);
 	file->path[n] = '\0';
 	file->path_len = (uint32_t)n + 1;
-	file->fd = rt_fd_own(fd);
+	file->fd = fd;
 	file->size = (uint64_t)st->st_size;
 	file->dev = (uint64_t)st->st_dev;
 	file->ino = (uint64_t)st->st_ino;
@@ -74,9 +61,7 @@ int filemap_open(int progfd)
 	if (h < 0)
 		return h;
 	struct stat st;
-	if (fstat(progfd, &st) < 0)
-		return -errno;
-	int fd = filemap_own_fd(progfd);
+	int fd = rt_fd_take_program(progfd, &st); /* our own reference, in our fd table */
 	if (fd < 0)
 		return fd;
 	char link[64], path[PATH_MAX];
@@ -104,12 +89,12 @@ int filemap_open_path(const char *path, uint64_t dev, uint64_t ino)
 	int h = filemap_free_slot();
 	if (h < 0)
 		return h;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	struct stat st;
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino) {
-		close(fd);
+	int fd = rt_fd_open(path, O_RDONLY, 0, &st);
+	if (fd < 0)
+		return fd;
+	if ((uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino) {
+		rt_fd_close(fd);
 		return -ESTALE;
 	}
 	return filemap_fill(h, path, n, fd, &st);
@@ -142,9 +127,47 @@ uint64_t filemap_size(int file)
 	return fm.v[file].size;
 }
 
-int filemap_fd(int file)
+/* The kernel's mapping of the file (the part of a region past its end, or a loader range given
+ * back), made from any thread. */
+void *filemap_mmap(int file, void *addr, size_t len, int prot, int flags, uint64_t off)
 {
-	return fm.v[file].fd;
+	bool borrowed;
+	int fd = rt_fd_borrow(fm.v[file].fd, &borrowed);
+	if (fd < 0)
+		return MAP_FAILED;
+	void *p = (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, (off_t)off);
+	rt_fd_unborrow(fd, borrowed);
+	return p;
+}
+
+/* Fork: the child's table is a copy of the forking thread's, without our private fds. Before the
+ * fork (rt.lock held) the files are copied into the forking thread's table, so the child inherits
+ * them; its new private table takes them over, and the parent closes its copies. */
+static int *fork_fds;
+
+void filemap_fork_prepare(void)
+{
+	if (!fm.v)
+		return;
+	if (!fork_fds && !(fork_fds = rt_map(FILEMAP_MAX * sizeof(int))))
+		return;
+	int fds[FILEMAP_MAX];
+	for (int i = 0; i < FILEMAP_MAX; i++)
+		fds[i] = fm.v[i].refs > 0 ? fm.v[i].fd : -1;
+	rt_fd_borrow_many(fds, fork_fds, FILEMAP_MAX);
+}
+
+void filemap_fork_parent(void)
+{
+	for (int i = 0; fork_fds && fm.v && i < FILEMAP_MAX; i++)
+		rt_fd_unborrow(fork_fds[i], fork_fds[i] >= 0);
+}
+
+void filemap_fork_child(void)
+{
+	for (int i = 0; fork_fds && fm.v && i < FILEMAP_MAX; i++)
+		if (fm.v[i].refs > 0)
+			fm.v[i].fd = rt_fd_own(fork_fds[i]);
 }
 
 int filemap_read_page(int file, uint64_t off, void *buf)

@@ -10,19 +10,33 @@
 #include "rt.h"
 
 static struct {
-	int uffd;                /* the child's until its runtime starts; -1 otherwise */
-	int parent_far_uffd;     /* the parent's far-store fd, inherited: closed with the window */
+	int uffd;                /* the child's until its runtime starts (in the program's table); -1 */
 	struct sigaction saved;  /* the program's SIGBUS action, put back afterwards */
-} fw = { .uffd = -1, .parent_far_uffd = -1 };
+} fw = { .uffd = -1 };
 
 void rt_fork_prepare(void)
 {
 	rt_lock(); /* no eviction while the address space is copied */
+	filemap_fork_prepare();
 }
 
 void rt_fork_parent(void)
 {
+	filemap_fork_parent();
 	rt_unlock();
+}
+
+/* The child's fd table is a copy of the forking thread's: none of the parent's private fds are
+ * in it, so every number of them is forgotten before the child makes fds of its own (one could
+ * have the same number), and nothing writes to one of them meanwhile. */
+static void fork_forget_parent_fds(void)
+{
+	fdtable_fork_child();
+	rt.uffd = rt.loader_uffd = rt.far_uffd = -1;
+	trace_close_inherited();
+	maps_fork_child();
+	stats_fork_child();
+	filemap_fork_child(); /* the mapped files, which the fork handed over */
 }
 
 /* In the window between fork and the child's runtime (other fork handlers, jemalloc's among them,
@@ -62,6 +76,7 @@ void rt_fork_child(void)
 	rt_lock_unmask_signals();
 	allocs_fork_child();
 	loader_fork_child();
+	fork_forget_parent_fds();
 	if (atomic_load(&rt.phase) != RT_ON)
 		return;
 	atomic_store(&rt.phase, RT_STARTING);
@@ -81,7 +96,6 @@ void rt_fork_child(void)
 		loader_release(0, UINTPTR_MAX & ~(rt.page_size - 1)); /* unregistered: the files again */
 	} else {
 		/* Evictions in the window move pages into the far store through the window's fd. */
-		fw.parent_far_uffd = rt.far_uffd;
 		rt.far_uffd = fw.uffd;
 	}
 	rt_tls_internal--;
@@ -113,14 +127,9 @@ void rt_fork_child_late(void)
 		fork_touch_thread_startup_data();
 	if (fw.uffd >= 0) {
 		rt_fd_close(fw.uffd);
-		rt_fd_close(fw.parent_far_uffd);
-		rt.far_uffd = fw.uffd = fw.parent_far_uffd = -1;
+		rt.far_uffd = fw.uffd = -1;
 		rt_real_sigaction(SIGBUS, &fw.saved, NULL);
 	}
-	rt_fd_close(rt.uffd);
-	rt_fd_close(rt.loader_uffd);
-	rt.loader_uffd = -1;
-	rt_fd_close(rt.far_uffd);
 	threads_forget_all();
 	struct rt_stats keep = rt.stats;
 	memset(&rt.stats, 0, sizeof(rt.stats)); /* the child's own counts start now */
@@ -129,8 +138,6 @@ void rt_fork_child_late(void)
 	atomic_store(&rt.stats.inactive_pages, atomic_load(&keep.inactive_pages));
 	atomic_store(&rt.stats.far_pages, atomic_load(&keep.far_pages));
 	atomic_store(&rt.stats.far_peak_pages, atomic_load(&keep.far_pages));
-	trace_close_inherited();
-	maps_fork_child();
 	rt_start_process();
 	rt_lock();
 	evict_make_room(0);

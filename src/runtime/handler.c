@@ -692,6 +692,7 @@ static void *handler_main(void *arg)
 {
 	rt_tls_internal = 1;
 	tls_is_handler = true;
+	fdtable_thread_enter();
 	atomic_fetch_add(&hd.started, 1);
 	handler_pin((unsigned)(uintptr_t)arg);
 	static __thread struct handler_ctx ctx;

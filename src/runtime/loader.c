@@ -513,8 +513,8 @@ static void give_back(struct loader_taken *t)
 {
 	const struct region *r = region_of(t->lo);
 	if (r && r->loader && r->file >= 0) {
-		void *p = (void *)syscall(SYS_mmap, t->lo, t->hi - t->lo, t->prot, MAP_PRIVATE | MAP_FIXED,
-					  filemap_fd(r->file), t->off);
+		void *p = filemap_mmap(r->file, (void *)t->lo, t->hi - t->lo, t->prot, MAP_PRIVATE | MAP_FIXED,
+				       t->off);
 		if (p == MAP_FAILED)
 			rt_die("--files=all", "cannot map a library's file back", "run without --files=all");
 	}

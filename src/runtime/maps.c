@@ -50,18 +50,22 @@ static size_t maps_read(void)
 	return rt_read_file("/proc/self/maps", mh.buf, MAPS_MAX);
 }
 
+/* From a program thread (dlopen, dlclose, exit) the file is borrowed for the snapshot. */
 static void maps_append_new_lines(const char *text, size_t len)
 {
-	if (mh.procmaps_fd < 0)
+	bool borrowed;
+	int fd = rt_fd_borrow(mh.procmaps_fd, &borrowed);
+	if (fd < 0)
 		return;
 	size_t i = 0;
 	while (i < len) {
 		const char *nl = memchr(text + i, '\n', len - i);
 		size_t end = nl ? (size_t)(nl - text) + 1 : len;
 		if (seen_insert(hash_bytes(text + i, end - i, 1)))
-			rt_write_all(mh.procmaps_fd, text + i, end - i);
+			rt_write_all(fd, text + i, end - i);
 		i = end;
 	}
+	rt_fd_unborrow(fd, borrowed);
 }
 
 static void maps_record(const char *text, size_t len)
@@ -134,7 +138,7 @@ static void maps_open_text(void)
 	fmt_str(&f, "/fltrace-data-procmaps-");
 	fmt_u64(&f, (uint64_t)rt.pid);
 	fmt_str(&f, ".out");
-	mh.procmaps_fd = rt_fd_own(open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+	mh.procmaps_fd = rt_fd_open(path, O_WRONLY | O_CREAT | O_APPEND, 0644, NULL);
 }
 
 /* Cheap when nothing changed (one read of /proc/self/maps); called at start, around dlopen and
@@ -169,7 +173,7 @@ void maps_snapshot(void)
  * its own; a snapshot the parent was taking during fork left the lock held (its thread is gone). */
 void maps_fork_child(void)
 {
-	maps_close();
+	mh.procmaps_fd = -1; /* the parent's, in the parent's private fd table */
 	if (mh.buf)
 		rt_unmap(mh.buf, MAPS_MAX);
 	if (mh.seen)
@@ -182,7 +186,6 @@ void maps_fork_child(void)
 
 void maps_close(void)
 {
-	if (mh.procmaps_fd >= 0)
-		rt_fd_close(mh.procmaps_fd);
+	rt_fd_close(mh.procmaps_fd); /* nothing in a fork child: the parent's was in its private table */
 	mh.procmaps_fd = -1;
 }

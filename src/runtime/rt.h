@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "fltrace/config.h"
@@ -116,7 +117,10 @@ uint64_t filemap_size(int file);                 /* at the time of the first map
 /* Reads one page at `off` into buf, zeros past the end of the file; -errno on failure. */
 int filemap_read_page(int file, uint64_t off, void *buf);
 uint32_t filemap_record(int file, uintptr_t start, size_t len, uint64_t off); /* a region id */
-int filemap_fd(int file);
+void *filemap_mmap(int file, void *addr, size_t len, int prot, int flags, uint64_t off);
+void filemap_fork_prepare(void); /* the files, copied where the fork child inherits them */
+void filemap_fork_parent(void);
+void filemap_fork_child(void);
 void filemap_ids_reset(void);                   /* a new trace file (fork child) */
 
 /* ---- far memory store (farmem.c): where evicted pages live ---- */
@@ -182,6 +186,9 @@ void sysstack_objects_refresh(void); /* the loaded objects' unwind tables; never
 /* Handlers only; the thread (tid, in system call nr) must stay asleep meanwhile. */
 /* `fresh`: unwound now (the caller checks the thread stayed asleep), not reused from a cache. */
 unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh);
+
+/* ---- libunwind's memory validation without fds (unwcheck.c) ---- */
+void unwcheck_init(void); /* before libunwind's first use */
 
 /* ---- trace writer (trace.c) ---- */
 int trace_open(void);
@@ -253,6 +260,7 @@ int stats_start(void);
 void stats_far_add(int64_t pages); /* evicted pages, with the peak */
 void stats_write_line(void);
 void stats_stop(void);
+void stats_fork_child(void);
 
 /* ---- the runtime root (runtime.c) ---- */
 enum rt_phase { RT_OFF = 0, RT_STARTING, RT_ON, RT_DISABLED };
@@ -296,13 +304,22 @@ __attribute__((noreturn)) void rt_die_bug(const char *file, int line, const char
 /* The real libc functions behind the ones we interpose (preload/signals.c). */
 int rt_real_sigaction(int sig, const struct sigaction *sa, struct sigaction *old);
 
-/* fltrace's own long-lived fds (userfaultfds, mapped files, trace, stats, maps history): a program
- * that closes every fd (close_range in a fork child before exec) must not close these, or its
- * memory is unregistered and reads zeros. The program's close/close_range/closefrom skip them;
- * the runtime closes them with rt_fd_close. (runtime.c) */
-int rt_fd_own(int fd);   /* returns the fd to use from now on (moved up, out of the program's way) */
-bool rt_fd_owned(int fd);
-void rt_fd_close(int fd);
+/* fltrace's own fds (userfaultfds, mapped files, trace, stats, maps history, /proc files of the
+ * handlers) live in a private fd table that only the runtime's threads share (fdtable.c): the
+ * program never sees, lists, closes or dup2s over one. Handler, stats and keeper threads use them
+ * as they are; a program thread borrows one for a call, or has the keeper open or close it. */
+int fdtable_start(void);        /* the keeper thread and its table (taking over fds owned so far) */
+void fdtable_fork_child(void);  /* first in a fork child: the parent's private table is not there */
+void fdtable_thread_enter(void); /* first in a thread the keeper created: it uses the private table */
+int fdtable_call(int (*fn)(void *), void *arg); /* runs fn on the keeper (directly on our threads) */
+int rt_fd_own(int fd);          /* an fd just created on one of our threads: ours, returned as is */
+void rt_fd_close(int fd);       /* ours only: anything else (a parent's number in a child) is left */
+int rt_fd_open(const char *path, int flags, mode_t mode, struct stat *st); /* opened in the private table */
+int rt_fd_take_program(int progfd, struct stat *st); /* the calling program thread's fd, as ours */
+int rt_fd_borrow(int fd, bool *borrowed);  /* usable by the calling thread until rt_fd_unborrow */
+void rt_fd_unborrow(int b, bool borrowed);
+void rt_fd_borrow_many(const int *fds, int *out, unsigned n); /* copies in the caller's table */
+int rt_fd_program_stderr(bool *borrowed);  /* where a message goes, from any thread */
 
 /* helpers (util.c) */
 uint64_t rt_now_ns(void);  /* CLOCK_REALTIME */

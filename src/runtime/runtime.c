@@ -16,41 +16,6 @@ __thread int rt_tls_internal;
 
 static bool early_done;
 
-#define RT_FDS_MAX 65536
-static _Atomic uint64_t owned_fds[RT_FDS_MAX / 64];
-
-/* fltrace's fds are moved up here, out of the way of a program that dup2()s onto small numbers
- * (a shell's `3>file`), which would silently close them. */
-#define RT_FD_LOW 200
-
-int rt_fd_own(int fd)
-{
-	if (fd >= 0 && fd < RT_FD_LOW) {
-		int high = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, RT_FD_LOW);
-		if (high >= 0) { /* else (RLIMIT_NOFILE below it) it stays where it is */
-			syscall(SYS_close, fd);
-			fd = high;
-		}
-	}
-	if (fd >= 0 && fd < RT_FDS_MAX)
-		atomic_fetch_or(&owned_fds[fd / 64], 1ull << (fd % 64));
-	return fd;
-}
-
-bool rt_fd_owned(int fd)
-{
-	return fd >= 0 && fd < RT_FDS_MAX && (atomic_load(&owned_fds[fd / 64]) >> (fd % 64) & 1);
-}
-
-void rt_fd_close(int fd)
-{
-	if (fd < 0)
-		return;
-	if (fd < RT_FDS_MAX)
-		atomic_fetch_and(&owned_fds[fd / 64], ~(1ull << (fd % 64)));
-	syscall(SYS_close, fd);
-}
-
 /* With --files=all the program's code is tracked memory: a signal handler of the program that ran
  * while its thread holds rt.lock could fault on its own code, which no handler could serve without
  * that lock. So a program thread holding it takes no signals (delivered at rt_unlock). */
@@ -212,15 +177,13 @@ static void rt_die_uffd(int err)
 	if (err == -EPERM || err == -EACCES)
 		rt_die("userfaultfd", "permission denied",
 		       "run as root, or set 'sysctl vm.unprivileged_userfaultfd=1', or give read+write access to /dev/userfaultfd");
-	rt_die("userfaultfd", strerror(-err), "fltrace needs a kernel with userfaultfd (Linux 6.8 or later)");
+	rt_die("userfaultfd", strerror(-err), "fltrace needs a kernel with userfaultfd (Linux 6.9 or later)");
 }
 
-/* Everything that needs the process's identity: the fds, the far store, the files, the threads. */
-void rt_start_process(void)
+/* The fds and threads of the process, made on the keeper thread: the fds go into its private
+ * table, and the threads it creates share that table. */
+static int rt_open_process_fds(void *arg)
 {
-	rt.pid = getpid();
-	rt.start_realtime_ns = rt_now_ns();
-	rt.start_mono_ns = rt_mono_ns();
 	int fd = uffd_open(false, &rt.uffd_features);
 	if (fd < 0)
 		rt_die_uffd(fd);
@@ -258,6 +221,22 @@ void rt_start_process(void)
 	rt_unlock();
 	if (err < 0)
 		rt_die("userfaultfd", "cannot register the program's memory", "report this as a bug");
+	return 0;
+}
+
+/* Everything that needs the process's identity: the fds, the far store, the files, the threads. */
+void rt_start_process(void)
+{
+	rt.pid = getpid();
+	rt.start_realtime_ns = rt_now_ns();
+	rt.start_mono_ns = rt_mono_ns();
+	int err = fdtable_start();
+	if (err == -EINVAL)
+		rt_die("runtime", "this kernel's pidfd_open lacks PIDFD_THREAD", "fltrace needs Linux 6.9 or later");
+	if (err < 0)
+		rt_die("runtime", "cannot give fltrace's fds a table of their own (a thread with unshare)",
+		       "check the thread limit (ulimit -u) and that unshare(CLONE_FILES) is allowed");
+	fdtable_call(rt_open_process_fds, NULL);
 	/* Faults can be served now: the loader's code and read-only data may become tracked too. */
 	loader_take_over(true);
 	maps_snapshot();
@@ -268,6 +247,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	/* Not marked internal: jemalloc may start here (creating our threads allocates), and what it
 	 * maps is the program's heap, to be tracked like the rest. */
 	rt_early_init();
+	unwcheck_init();
 	atomic_store(&rt.phase, RT_STARTING);
 	config_parse(&rt.cfg);
 	uint64_t ps = rt.page_size;

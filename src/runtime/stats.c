@@ -125,13 +125,18 @@ void stats_write_line(void)
 	fmt_char(&f, '\n');
 	while (atomic_exchange(&st.lock, 1))
 		;
-	rt_write_all(st.fd, buf, fmt_len(&f));
+	bool borrowed; /* the last line, at exit, comes from a program thread */
+	int fd = rt_fd_borrow(st.fd, &borrowed);
+	if (fd >= 0)
+		rt_write_all(fd, buf, fmt_len(&f));
+	rt_fd_unborrow(fd, borrowed);
 	atomic_store(&st.lock, 0);
 }
 
 static void *stats_main(void *arg)
 {
 	rt_tls_internal = 1;
+	fdtable_thread_enter();
 	/* This thread reads the program's heap (maps_snapshot walks the loader's link maps, which
 	 * dlopen allocated) and may fault there: such a fault is served without the stack signal, as
 	 * in our signal handler. Signalled, it would unwind while holding the loader's lock
@@ -165,9 +170,9 @@ int stats_start(void)
 	fmt_str(&f, "/fltrace-data-stats-");
 	fmt_u64(&f, (uint64_t)rt.pid);
 	fmt_str(&f, ".out");
-	if (st.fd >= 0)
-		rt_fd_close(st.fd); /* a fork child's inherited copy of the parent's file */
-	st.fd = rt_fd_own(open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+	/* On the keeper: in the private table. (A fork child's st.fd was the parent's, in the
+	 * parent's private table: nothing to close here.) */
+	st.fd = rt_fd_open(path, O_WRONLY | O_CREAT | O_APPEND, 0644, NULL);
 	if (st.fd < 0)
 		return -1;
 	atomic_store(&st.stop, 0);
@@ -181,6 +186,11 @@ int stats_start(void)
 		sched_yield();
 	st.started = true;
 	return 0;
+}
+
+void stats_fork_child(void)
+{
+	st.fd = -1; /* the parent's, in the parent's private fd table */
 }
 
 void stats_stop(void)

@@ -58,9 +58,7 @@ void threads_forget_all(void)
 	for (unsigned i = 0; i < THREADS_MAX; i++) {
 		if (atomic_load(&table[i].tid) == 0)
 			continue;
-		if (table[i].procfd >= 0)
-			rt_fd_close(table[i].procfd);
-		table[i].procfd = -1;
+		table[i].procfd = -1; /* the parent's, in the parent's private fd table */
 		atomic_store(&table[i].state, REQ_IDLE);
 		atomic_store(&table[i].busy, 0);
 		atomic_store(&table[i].tid, 0);

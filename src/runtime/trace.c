@@ -177,6 +177,16 @@ int trace_open(void)
 	return 0;
 }
 
+/* On a program thread (a fault recorded from its signal handler, or exit) the fd is borrowed. */
+static int trace_truncate(uint64_t size)
+{
+	bool borrowed;
+	int fd = rt_fd_borrow(tr.fd, &borrowed);
+	int ret = fd < 0 ? -1 : ftruncate(fd, (off_t)size);
+	rt_fd_unborrow(fd, borrowed);
+	return ret;
+}
+
 /* Grows the file ahead of the writers; only the writer that crosses the end pays for it. */
 static bool trace_ensure(uint64_t end)
 {
@@ -187,7 +197,7 @@ static bool trace_ensure(uint64_t end)
 	spin_lock(&tr.grow_lock);
 	uint64_t size = atomic_load(&tr.file_size);
 	while (end > size && size + TRACE_GROW <= TRACE_WINDOW) {
-		if (ftruncate(tr.fd, (off_t)(size + TRACE_GROW)) < 0)
+		if (trace_truncate(size + TRACE_GROW) < 0)
 			break;
 		size += TRACE_GROW;
 	}
@@ -305,7 +315,7 @@ void trace_close(void)
 	uint64_t end = atomic_fetch_add(&tr.tail, TRACE_WINDOW);
 	if (end > atomic_load(&tr.file_size))
 		end = atomic_load(&tr.file_size);
-	if (ftruncate(tr.fd, (off_t)end) < 0)
+	if (trace_truncate(end) < 0)
 		rt_log("trace: cannot truncate the trace file; readers stop at its zero tail");
 }
 
@@ -313,8 +323,7 @@ void trace_close_inherited(void)
 {
 	if (tr.fd < 0)
 		return;
-	syscall(SYS_munmap, tr.base, TRACE_WINDOW);
-	rt_fd_close(tr.fd);
+	syscall(SYS_munmap, tr.base, TRACE_WINDOW); /* tr.fd was in the parent's private fd table */
 	rt_unmap(tr.stacks, STACK_TABLE_SIZE * sizeof(struct stack_entry));
 	tr.fd = -1;
 	tr.base = NULL;

@@ -22,6 +22,19 @@ struct uffdio_move {
 #define UFFD_FEATURE_MOVE (1 << 16)
 #endif
 
+/* Every ioctl on our fds: a program thread (mmap and mremap wrappers) borrows the fd from the
+ * private table for the call. Returns the ioctl's result, errno set. */
+static int uffd_ioctl(int fd, unsigned long req, void *arg)
+{
+	bool borrowed;
+	int b = rt_fd_borrow(fd, &borrowed);
+	if (b < 0)
+		return -1;
+	int ret = ioctl(b, req, arg);
+	rt_fd_unborrow(b, borrowed);
+	return ret;
+}
+
 static int uffd_open_raw(int flags)
 {
 	int fd = (int)syscall(SYS_userfaultfd, flags);
@@ -81,13 +94,13 @@ int uffd_register(int fd, uintptr_t start, size_t len)
 		.range = { .start = start, .len = len },
 		.mode = UFFDIO_REGISTER_MODE_MISSING,
 	};
-	return ioctl(fd, UFFDIO_REGISTER, &reg) < 0 ? -errno : 0;
+	return uffd_ioctl(fd, UFFDIO_REGISTER, &reg) < 0 ? -errno : 0;
 }
 
 int uffd_unregister(int fd, uintptr_t start, size_t len)
 {
 	struct uffdio_range r = { .start = start, .len = len };
-	return ioctl(fd, UFFDIO_UNREGISTER, &r) < 0 ? -errno : 0;
+	return uffd_ioctl(fd, UFFDIO_UNREGISTER, &r) < 0 ? -errno : 0;
 }
 
 int uffd_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake)
@@ -99,7 +112,7 @@ int uffd_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake)
 		.mode = wake ? 0 : UFFDIO_COPY_MODE_DONTWAKE,
 	};
 	for (;;) {
-		if (ioctl(fd, UFFDIO_COPY, &c) == 0)
+		if (uffd_ioctl(fd, UFFDIO_COPY, &c) == 0)
 			return 0;
 		/* EAGAIN: the address space changed under us (mremap, munmap): retry what is left. */
 		if (errno == EAGAIN && c.copy > 0 && (size_t)c.copy < c.len) {
@@ -119,13 +132,13 @@ int uffd_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake)
 int uffd_wake(int fd, uintptr_t start, size_t len)
 {
 	struct uffdio_range r = { .start = start, .len = len };
-	return ioctl(fd, UFFDIO_WAKE, &r) < 0 ? -errno : 0;
+	return uffd_ioctl(fd, UFFDIO_WAKE, &r) < 0 ? -errno : 0;
 }
 
 long uffd_move(int fd, uintptr_t dst, uintptr_t src, size_t len)
 {
 	struct uffdio_move m = { .dst = dst, .src = src, .len = len, .mode = 0 };
-	if (ioctl(fd, UFFDIO_MOVE, &m) == 0)
+	if (uffd_ioctl(fd, UFFDIO_MOVE, &m) == 0)
 		return (long)m.move;
 	if (m.move > 0)
 		return (long)m.move; /* partial: the caller deals with the rest page by page */

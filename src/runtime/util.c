@@ -85,7 +85,11 @@ void rt_log(const char *msg)
 	fmt_str(&f, "fltrace: ");
 	fmt_str(&f, msg);
 	fmt_char(&f, '\n');
-	rt_write_all(STDERR_FILENO, buf, fmt_len(&f));
+	bool borrowed; /* our threads' fd 2 is /dev/null: the program's, borrowed */
+	int fd = rt_fd_program_stderr(&borrowed);
+	if (fd >= 0)
+		rt_write_all(fd, buf, fmt_len(&f));
+	rt_fd_unborrow(fd, borrowed);
 }
 
 /* glibc's qsort may call malloc (trap: the heap is tracked memory); these arrays are small.
