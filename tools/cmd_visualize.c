@@ -70,6 +70,7 @@ static void vis_help(void)
 "'fltrace record'). For every process it writes:\n"
 "  fltrace-data-flamegraph-<pid>.svg        all faults, by stack (click to zoom, Ctrl-F to search)\n"
 "  fltrace-data-flamegraph-alloc-<pid>.svg  first-touch (zero-page, \"allocation\") faults only\n"
+"  fltrace-data-flamegraph-allocsite-<pid>.svg  faults by the allocation site of the memory hit\n"
 "  fltrace-data-timeline-<pid>.svg          faulting address (or file offset) over time, fault rate\n"
 "  fltrace-data-latency-<pid>.svg           fault service time by kind, log2 histograms\n"
 "  fltrace-data-index-<pid>.html            the run's summary with all of the above: open this one\n"
@@ -668,15 +669,17 @@ static int vis_write(struct vis_proc *vp)
 	in.sites = sites;
 	in.nsites = nsites < VIS_INDEX_SITES ? nsites : VIS_INDEX_SITES;
 	static const char *const caps[] = { "Flamegraph: all faults", "Flamegraph: first touches",
-					    "Faults over time", "Fault service time" };
-	static const char *const kinds[] = { "flamegraph", "flamegraph-alloc", "timeline", "latency" };
-	char files[4][64];
-	for (size_t i = 0; i < 4; i++) {
+					    "Flamegraph: by allocation site", "Faults over time",
+					    "Fault service time" };
+	static const char *const kinds[] = { "flamegraph", "flamegraph-alloc", "flamegraph-allocsite",
+					     "timeline", "latency" };
+	char files[5][64];
+	for (size_t i = 0; i < 5; i++) {
 		snprintf(files[i], sizeof(files[i]), "fltrace-data-%s-%u.svg", kinds[i], vp->pid);
 		in.images[i].caption = caps[i];
 		in.images[i].file = files[i];
 	}
-	in.nimages = 4;
+	in.nimages = 5;
 	rc = vis_open(env, "index", vp->pid, path, sizeof(path), &f);
 	if (!rc)
 		rc = vis_close(f, path, svg_index_write(f, &in));

@@ -126,7 +126,7 @@ ISHOT=$SHOTS/index.png
 dom=$(browse --dump-dom --virtual-time-budget=2000 "file://$RUN/fltrace-data-index-$P.html" 2>"$TMP/console3")
 browse --screenshot="$ISHOT" --window-size=1200,1400 "file://$RUN/fltrace-data-index-$P.html" >/dev/null 2>&1
 if grep -qi 'Uncaught' "$TMP/console3"; then fail visualize_browser_index "script error: $(grep -i Uncaught "$TMP/console3" | head -1)"
-elif [ "$(printf '%s' "$dom" | grep -c '<object type="image/svg+xml"')" != 4 ]; then fail visualize_browser_index "index does not embed 4 pictures"
+elif [ "$(printf '%s' "$dom" | grep -c '<object type="image/svg+xml"')" != 5 ]; then fail visualize_browser_index "index does not embed 5 pictures"
 elif [ ! -s "$ISHOT" ]; then fail visualize_browser_index "no screenshot written"
 else pass visualize_browser_index; fi
 

@@ -18,14 +18,14 @@ fi
 out=$("$FLTRACE" visualize -i "$RUN" 2>"$TMP/err"); rc=$?
 missing=
 for pid in $P $P2; do
-	for f in flamegraph flamegraph-alloc timeline latency; do
+	for f in flamegraph flamegraph-alloc flamegraph-allocsite timeline latency; do
 		[ -s "$RUN/fltrace-data-$f-$pid.svg" ] || missing="$missing $f-$pid.svg"
 	done
 	[ -s "$RUN/fltrace-data-index-$pid.html" ] || missing="$missing index-$pid.html"
 done
 if [ $rc -ne 0 ]; then fail visualize_all_files "exit $rc: $(cat "$TMP/err")"
 elif [ -n "$missing" ]; then fail visualize_all_files "missing:$missing"
-elif [ "$(printf '%s\n' "$out" | grep -c '')" != 10 ]; then fail visualize_all_files "stdout lists $(printf '%s\n' "$out" | grep -c '') files, not 10"
+elif [ "$(printf '%s\n' "$out" | grep -c '')" != 12 ]; then fail visualize_all_files "stdout lists $(printf '%s\n' "$out" | grep -c '') files, not 12"
 else pass visualize_all_files; fi
 
 if command -v xmllint >/dev/null; then
