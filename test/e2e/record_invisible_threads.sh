@@ -10,7 +10,7 @@ if ! have_uffd; then
 	exit 0
 fi
 PY=/usr/bin/python3
-LIMIT=60
+LIMIT=${FLTRACE_HANG_LIMIT:-60} # seconds before a traced run counts as hung
 OPTS="-L 1000 -M 2000"
 
 # bounded OUT ERR CMD...: CMD's stdout and stderr to files, at most LIMIT seconds (then SIGTERM,
@@ -22,7 +22,7 @@ bounded() {
 	shift 2
 	timeout -k 5 "$LIMIT" "$@" > "$out" 2> "$err" &
 	pid=$!
-	wait $pid
+	wait $pid 2> /dev/null # no "Killed" note from the shell
 	rc=$?
 	kill -KILL -- "-$pid" 2> /dev/null
 	return $rc
@@ -112,7 +112,7 @@ sigterm_run() {
 	pid=$!
 	for _ in $(seq 1 $((LIMIT * 10))); do [ -s "$pidfile" ] && break; sleep 0.1; done
 	[ -s "$pidfile" ] && kill -TERM "$(cat "$pidfile")"
-	wait $pid
+	wait $pid 2> /dev/null # no "Killed" note from the shell
 	rc=$?
 	kill -KILL -- "-$pid" 2> /dev/null
 	return $rc
