@@ -79,20 +79,38 @@ static const char *parse_num(const char *p, uint64_t *v, bool *neg)
 	return p;
 }
 
+static int thread_procfd_open(struct rt_thread *t, int tid)
+{
+	struct fmt f;
+	char path[64];
+	fmt_init(&f, path, sizeof(path));
+	fmt_str(&f, "/proc/self/task/");
+	fmt_u64(&f, (uint64_t)tid);
+	fmt_str(&f, "/syscall");
+	t->procfd = rt_fd_own(open(path, O_RDONLY | O_CLOEXEC));
+	return t->procfd < 0 ? -errno : 0;
+}
+
+/* The calling thread's file, opened before the program can drop root for good: a process whose
+ * credentials change becomes non-dumpable, and its /proc files are root's alone from then on (an
+ * fd opened before still reads: the thread group is its own). Called as a process's runtime
+ * starts (a fork child's too), by the thread that faults first. */
+void handler_open_own_procfile(void)
+{
+	int tid = rt_gettid();
+	struct rt_thread *t = threads_get(tid);
+	if (t && t->procfd < 0)
+		thread_procfd_open(t, tid);
+}
+
 static int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_state *s)
 {
 	char buf[256];
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (t->procfd < 0) {
-			struct fmt f;
-			char path[64];
-			fmt_init(&f, path, sizeof(path));
-			fmt_str(&f, "/proc/self/task/");
-			fmt_u64(&f, (uint64_t)tid);
-			fmt_str(&f, "/syscall");
-			t->procfd = rt_fd_own(open(path, O_RDONLY | O_CLOEXEC));
-			if (t->procfd < 0)
-				return -errno;
+			int err = thread_procfd_open(t, tid);
+			if (err < 0)
+				return err;
 		}
 		ssize_t n = rt_pread(t->procfd, buf, sizeof(buf) - 1, 0);
 		/* "running": the message can arrive before the thread has finished going to sleep in

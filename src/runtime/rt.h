@@ -165,6 +165,7 @@ void threads_forget_all(void);           /* fork child */
 int handler_start(void);
 void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
+void handler_open_own_procfile(void); /* before the program may drop root: see handler.c */
 void handler_watchdog(void);
 int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kind, uint32_t *region);
 bool handler_is_current_thread(void);     /* once a second: a stuck handler stops the program */
@@ -334,10 +335,13 @@ ssize_t rt_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t rt_write(int fd, const void *buf, size_t n);
 size_t rt_read_file(const char *path, char *buf, size_t cap);
 void rt_sort_u64(uint64_t *v, size_t n);
-/* pthread_create for fltrace's own threads: they start with every signal blocked, so the program's
- * process-wide signals (SIGALRM, SIGCHLD...) never run its handlers on them - a handler that touched
- * tracked memory (its heap, or with --files=all its code) would fault on a handler thread. */
-int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 void rt_sort_u32(uint32_t *v, size_t n);
+
+/* fltrace's own threads (ownthreads.c): pthread_create with every signal blocked but glibc's
+ * SIGSETXID, so the program's process-wide signals (SIGALRM, SIGCHLD...) never run its handlers on
+ * them - a handler that touched tracked memory (its heap, or with --files=all its code) would fault
+ * on a handler thread - while set*id still completes; left out of glibc's count of live threads, so
+ * the process ends when the program's last thread does; fn's return parks the thread for good. */
+int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif

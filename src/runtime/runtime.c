@@ -207,6 +207,7 @@ static int rt_open_process_fds(void *arg)
 	rt_lock();
 	region_record_files(); /* a fork child's file regions, named in its own trace */
 	rt_unlock();
+	handler_open_own_procfile();
 	/* Threads first: creating one allocates (its TLS vector) from the heap, which must not be
 	 * registered before someone is there to serve its faults. */
 	if (handler_start() < 0 || stats_start() < 0)

@@ -1,5 +1,6 @@
 /* The stats file fltrace-data-stats-<pid>.out: one line a second (and one at exit) of
  * `<unix time>,name:value,...`, so a user can read the peak memory and pick -L for the next run. */
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
@@ -148,9 +149,11 @@ static void *stats_main(void *arg)
 		atomic_store(&self->busy, 1);
 	atomic_store(&st.running, 1);
 	while (!atomic_load(&st.stop)) {
-		struct timespec ts = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
-		for (int i = 0; i < 10 && !atomic_load(&st.stop); i++)
-			nanosleep(&ts, NULL);
+		for (int i = 0; i < 10 && !atomic_load(&st.stop); i++) {
+			struct timespec ts = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
+			while (nanosleep(&ts, &ts) < 0 && errno == EINTR) /* glibc's SIGSETXID */
+				;
+		}
 		if (atomic_load(&st.stop))
 			break;
 		stats_write_line();

@@ -111,15 +111,6 @@ void rt_log(const char *msg)
 RT_DEFINE_SORT(rt_sort_u64, uint64_t)
 RT_DEFINE_SORT(rt_sort_u32, uint32_t)
 
-int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	uint64_t all = ~0ull, old;
-	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, 8);
-	int err = pthread_create(t, NULL, fn, arg);
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
-	return err;
-}
-
 /* The whole of a (/proc) file, up to cap bytes, read with raw system calls; 0 if it cannot be opened. */
 size_t rt_read_file(const char *path, char *buf, size_t cap)
 {

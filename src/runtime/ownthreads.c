@@ -1,0 +1,88 @@
+/* fltrace's own threads inside the traced process, kept out of the program's sight: they take none of
+ * its signals but glibc's set*id broadcast, they are not counted among its live threads, they never end. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+/* glibc's internal signals (internal-signals.h, glibc 2.34-2.41): SIGCANCEL is the kernel's first
+ * real-time signal, SIGSETXID the next. set*id in a process glibc knows to be multithreaded sends
+ * SIGSETXID to every thread on its list and waits until each has changed its own credentials (the
+ * kernel's are per thread); a thread that blocks it hangs the call for ever. Only glibc's handler
+ * runs for it: sigaction refuses it to programs. SIGCANCEL only ever targets one thread
+ * (pthread_cancel, timers), and no other glibc code signals its whole thread list. */
+#define GLIBC_SIGSETXID (__SIGRTMIN + 1)
+
+static uint64_t own_signal_mask(void)
+{
+	return ~0ull & ~(1ull << (GLIBC_SIGSETXID - 1));
+}
+
+/* glibc counts live threads in __nptl_nthreads: whichever thread takes it to zero calls exit(0)
+ * (start_thread for a returning thread, __libc_start_call_main for main's pthread_exit). Ours would
+ * keep it above zero for ever, so a program whose last thread ended with pthread_exit would live
+ * on as a zombie nobody can stop. It is exported (GLIBC_PRIVATE) for libthread_db, which reads its
+ * size from _thread_db___nptl_nthreads ({bits, count, offset}): only a 32-bit count is used. */
+static unsigned *glibc_thread_count(void)
+{
+	static unsigned *count;
+	static bool looked;
+	if (!looked) {
+		looked = true;
+		const uint32_t *desc = dlsym(RTLD_DEFAULT, "_thread_db___nptl_nthreads");
+		unsigned *n = dlsym(RTLD_DEFAULT, "__nptl_nthreads");
+		if (desc && n && desc[0] == 32 && desc[1] == 1)
+			count = n;
+	}
+	return count;
+}
+
+struct own_start {
+	void *(*fn)(void *);
+	void *arg;
+	_Atomic int taken;
+};
+
+/* A thread of ours outlives its work: returning would take glibc's count down for a thread it
+ * no longer counts (and at zero, exit(0) in the middle of the program's own exit). */
+static __attribute__((noreturn)) void own_park(void)
+{
+	for (;;)
+		pause(); /* only SIGSETXID can wake it: handled, and back to sleep */
+}
+
+static void *own_main(void *p)
+{
+	struct own_start *s = p;
+	void *(*fn)(void *) = s->fn;
+	void *arg = s->arg;
+	atomic_store(&s->taken, 1); /* s lives on the creator's stack */
+	/* glibc unblocked SIGCANCEL in the new thread: nobody cancels ours, and a stray one (kill -32)
+	 * is none of their business either. */
+	uint64_t mask = own_signal_mask();
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, 8);
+	fn(arg);
+	own_park();
+}
+
+/* Called where the program has one thread (the constructor, a fork child's first moments) or at
+ * least the caller alive: the count never passes through zero on our account. */
+int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	struct own_start s = { .fn = fn, .arg = arg };
+	uint64_t mask = own_signal_mask(), old;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &old, 8); /* inherited by the new thread */
+	int err = pthread_create(t, NULL, own_main, &s);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
+	if (err)
+		return err;
+	unsigned *count = glibc_thread_count();
+	if (count)
+		__atomic_fetch_sub(count, 1, __ATOMIC_SEQ_CST);
+	while (!atomic_load(&s.taken))
+		sched_yield();
+	return 0;
+}
