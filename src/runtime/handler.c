@@ -91,13 +91,13 @@ static int thread_procfd_open(struct rt_thread *t, int tid)
 	return t->procfd < 0 ? -errno : 0;
 }
 
-/* The calling thread's file, opened before the program can drop root for good: a process whose
+/* A program thread's file, opened before the program can drop root for good: a process whose
  * credentials change becomes non-dumpable, and its /proc files are root's alone from then on (an
  * fd opened before still reads: the thread group is its own). Called as a process's runtime
- * starts (a fork child's too), by the thread that faults first. */
-void handler_open_own_procfile(void)
+ * starts (a fork child's too) for the thread that starts it, on the keeper, whose table the fd
+ * belongs in. */
+void handler_open_procfile(int tid)
 {
-	int tid = rt_gettid();
 	struct rt_thread *t = threads_get(tid);
 	if (t && t->procfd < 0)
 		thread_procfd_open(t, tid);

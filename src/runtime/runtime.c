@@ -182,7 +182,7 @@ static void rt_die_uffd(int err)
 
 /* The fds and threads of the process, made on the keeper thread: the fds go into its private
  * table, and the threads it creates share that table. */
-static int rt_open_process_fds(void *arg)
+static int rt_open_process_fds(void *starter_tid)
 {
 	int fd = uffd_open(false, &rt.uffd_features);
 	if (fd < 0)
@@ -207,7 +207,7 @@ static int rt_open_process_fds(void *arg)
 	rt_lock();
 	region_record_files(); /* a fork child's file regions, named in its own trace */
 	rt_unlock();
-	handler_open_own_procfile();
+	handler_open_procfile((int)(intptr_t)starter_tid);
 	/* Threads first: creating one allocates (its TLS vector) from the heap, which must not be
 	 * registered before someone is there to serve its faults. */
 	if (handler_start() < 0 || stats_start() < 0)
@@ -237,7 +237,7 @@ void rt_start_process(void)
 	if (err < 0)
 		rt_die("runtime", "cannot give fltrace's fds a table of their own (a thread with unshare)",
 		       "check the thread limit (ulimit -u) and that unshare(CLONE_FILES) is allowed");
-	fdtable_call(rt_open_process_fds, NULL);
+	fdtable_call(rt_open_process_fds, (void *)(intptr_t)rt_gettid());
 	/* Faults can be served now: the loader's code and read-only data may become tracked too. */
 	loader_take_over(true);
 	maps_snapshot();
