@@ -15,30 +15,32 @@ row_of() {
 
 prog=$PROGS/allocsites
 # Ample memory: every page of each object is touched first once (a, b with memset, c by a scan).
+# the traced run (the second) leaves the pages each object spans in $ALLOCSITES_SPANS
+export ALLOCSITES_SPANS=$TMP/spans
 if same_output allocs_ample "-L 64 -M 512" "$prog" 1; then
 	dir=$TMP/allocs_ample
-	read -r _ _ pa _ pb _ pc _ < "$dir/native"
+	read -r pa pb pc < "$ALLOCSITES_SPANS"
 	"$FLTRACE" report -i "$dir" --by alloc > /dev/null 2> "$dir/rerr"
 	csv=$dir/fltrace-data-report-alloc-all.out
-	got="$(row_of "$csv" allocsites.c:49 kind) $(row_of "$csv" allocsites.c:49 zero) $(row_of "$csv" allocsites.c:49 bytes)"
-	expect_eq allocs_malloc_line "malloc at allocsites.c:49: kind, first touches, bytes" "malloc $pa 8388608" "$got"
 	got="$(row_of "$csv" allocsites.c:50 kind) $(row_of "$csv" allocsites.c:50 zero) $(row_of "$csv" allocsites.c:50 bytes)"
-	expect_eq allocs_mmap_line "mmap at allocsites.c:50" "mmap $pb 4194304" "$got"
-	got="$(row_of "$csv" allocsites.c:51 kind) $(row_of "$csv" allocsites.c:51 zero) $(row_of "$csv" allocsites.c:51 objects)"
-	expect_eq allocs_calloc_line "calloc at allocsites.c:51 (its first 2 MB scan: 512 pages)" "malloc 512 1" "$got"
+	expect_eq allocs_malloc_line "malloc at allocsites.c:50: kind, first touches, bytes" "malloc $pa 8388608" "$got"
+	got="$(row_of "$csv" allocsites.c:51 kind) $(row_of "$csv" allocsites.c:51 zero) $(row_of "$csv" allocsites.c:51 bytes)"
+	expect_eq allocs_mmap_line "mmap at allocsites.c:51" "mmap $pb 4194304" "$got"
+	got="$(row_of "$csv" allocsites.c:52 kind) $(row_of "$csv" allocsites.c:52 zero) $(row_of "$csv" allocsites.c:52 objects)"
+	expect_eq allocs_calloc_line "calloc at allocsites.c:52 (its first 2 MB scan: 512 pages)" "malloc 512 1" "$got"
 	# the code that faulted on each object: the program's memset lines and the scan, not libc
-	got="$(row_of "$csv" allocsites.c:49 fault_code | sed 's/@.*\//@/') $(row_of "$csv" allocsites.c:51 fault_code | sed 's/@.*\//@/')"
-	expect_eq allocs_fault_lines "faulting lines of a and c" "$pa@allocsites.c:54 512@allocsites.c:23" "$got"
+	got="$(row_of "$csv" allocsites.c:50 fault_code | sed 's/@.*\//@/') $(row_of "$csv" allocsites.c:52 fault_code | sed 's/@.*\//@/')"
+	expect_eq allocs_fault_lines "faulting lines of a and c" "$pa@allocsites.c:55 512@allocsites.c:24" "$got"
 	top=$("$FLTRACE" report -i "$dir" --by alloc --top 3 2>&1)
-	if printf '%s\n' "$top" | sed -n 3p | grep -q "allocsites.c:49 (malloc)" &&
-		printf '%s\n' "$top" | sed -n 4p | grep -q "allocsites.c:50 (mmap)"; then
+	if printf '%s\n' "$top" | sed -n 3p | grep -q "allocsites.c:50 (malloc)" &&
+		printf '%s\n' "$top" | sed -n 4p | grep -q "allocsites.c:51 (mmap)"; then
 		pass allocs_top_order
 	else
 		fail allocs_top_order "rows not in fault order: $top"
 	fi
 	if "$FLTRACE" visualize -i "$dir" > /dev/null 2>&1 &&
 		xmllint --noout "$dir"/fltrace-data-flamegraph-allocsite-*.svg 2> /dev/null &&
-		grep -q 'allocsites.c:50 (1024 faults' "$dir"/fltrace-data-flamegraph-allocsite-*.svg; then
+		grep -q 'allocsites.c:51 (1024 faults' "$dir"/fltrace-data-flamegraph-allocsite-*.svg; then
 		pass allocs_flamegraph
 	else
 		fail allocs_flamegraph "no well-formed allocation-site flamegraph with the mmap's 1024 faults"
@@ -51,7 +53,7 @@ if same_output allocs_small "-L 1 -M 512 --policy fifo" "$prog" 2; then
 	dir=$TMP/allocs_small
 	"$FLTRACE" report -i "$dir" --by alloc > /dev/null 2>&1
 	csv=$dir/fltrace-data-report-alloc-all.out
-	got="$(row_of "$csv" allocsites.c:49 refetch) $(row_of "$csv" allocsites.c:50 refetch) $(row_of "$csv" allocsites.c:51 refetch)"
+	got="$(row_of "$csv" allocsites.c:50 refetch) $(row_of "$csv" allocsites.c:51 refetch) $(row_of "$csv" allocsites.c:52 refetch)"
 	expect_eq allocs_refetch_proportions "re-fetches of a, b, c" "4096 4096 3072" "$got"
 fi
 
