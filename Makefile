@@ -48,7 +48,7 @@ JEMALLOC_U := $(foreach s,$(JEMALLOC_SYMS),-Wl,-u,fltrace_je_$(s))
 
 TOOL_LIBS := -lelf -lm
 
-.PHONY: all test unit-test bench stress install clean progs
+.PHONY: all test unit-test bench bench-anchor stress install clean progs
 all: $(B)/bin/fltrace $(PRELOAD_LIB) progs
 # ./fltrace names the default build only: other BUILD trees do not repoint it.
 ifeq ($(B),build)
@@ -125,6 +125,15 @@ endif
 
 bench: all unit-test
 	@FLTRACE_BUILD=$(B) bash test/bench/run.sh
+
+# The earlier public fltrace against ours on its own example (sources: see test/bench/anchor.sh).
+bench-anchor: all
+	@make -s BUILD=$(B) $(B)/bench/runstat
+	@FLTRACE_BUILD=$(B) ANCHOR_FLTRACE=$(ANCHOR_FLTRACE) ANCHOR_GAPBS=$(ANCHOR_GAPBS) bash test/bench/anchor.sh
+
+$(B)/bench/runstat: test/bench/runstat.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -o $@ $<
 
 stress: all
 	@FLTRACE_BUILD=$(B) bash test/stress/run.sh

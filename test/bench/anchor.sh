@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# make bench-anchor: the earlier public fltrace and ours side by side on that tool's own example
+# (GAPBS bfs -g 20, serial and OpenMP x2) and a python3 run, at ample and small -L, runs interleaved.
+#
+# Needs two source trees the user points it at (nothing is downloaded):
+#   ANCHOR_FLTRACE  the earlier fltrace (eden-farmem/fltrace, cf9f93f) with its jemalloc submodule
+#   ANCHOR_GAPBS    GAPBS (sbeamer/gapbs, b5e3e19)
+# Both are copied into $BUILD/anchor and built there unmodified. Environment: ANCHOR_RUNS (default
+# 3), ANCHOR_ONLY (a subset of rows, e.g. "bfs-serial-140 python-170"), ANCHOR_TIMEOUT (s per run,
+# default 600), FLTRACE_BUILD. Times are never pass/fail: it exits non-zero only if it could not run.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${FLTRACE_BUILD:-build}
+B=$ROOT/$BUILD
+FLTRACE=$B/bin/fltrace
+RUNSTAT=$B/bench/runstat
+WORK=$B/anchor
+RUNS=${ANCHOR_RUNS:-3}
+TIMEOUT=${ANCHOR_TIMEOUT:-600}
+export LC_ALL=C
+
+say() { printf '%s\n' "$*" >&2; }
+
+usage_sources() {
+	cat >&2 <<- 'EOF'
+	bench-anchor: skipped: it needs the earlier fltrace's and GAPBS's source trees, e.g.
+	  git clone --recursive https://github.com/eden-farmem/fltrace && git -C fltrace checkout cf9f93f && git -C fltrace submodule update
+	  git clone https://github.com/sbeamer/gapbs && git -C gapbs checkout b5e3e19
+	  make bench-anchor ANCHOR_FLTRACE=$PWD/fltrace ANCHOR_GAPBS=$PWD/gapbs
+	The earlier tool also needs: apt-get install autoconf libibverbs-dev librdmacm-dev libnuma-dev
+	EOF
+}
+
+check_sources() {
+	local ok=1
+	if [ -z "${ANCHOR_FLTRACE:-}" ] || [ ! -f "${ANCHOR_FLTRACE:-}/src/fltrace.c" ]; then
+		say "bench-anchor: ANCHOR_FLTRACE='${ANCHOR_FLTRACE:-}' is not the earlier fltrace's source tree"; ok=0
+	elif [ ! -f "$ANCHOR_FLTRACE/jemalloc/configure.ac" ]; then
+		say "bench-anchor: $ANCHOR_FLTRACE/jemalloc is empty: run 'git submodule update --init' there"; ok=0
+	fi
+	if [ -z "${ANCHOR_GAPBS:-}" ] || [ ! -f "${ANCHOR_GAPBS:-}/src/bfs.cc" ]; then
+		say "bench-anchor: ANCHOR_GAPBS='${ANCHOR_GAPBS:-}' is not GAPBS's source tree"; ok=0
+	fi
+	local p
+	for p in autoconf libibverbs-dev librdmacm-dev libnuma-dev; do
+		dpkg-query -W -f='${Status}' "$p" 2> /dev/null | grep -q "install ok installed" ||
+			{ say "bench-anchor: package $p is missing (the earlier tool's build needs it)"; ok=0; }
+	done
+	[ $ok = 1 ] || { usage_sources; exit 0; }
+	if [ ! -x "$FLTRACE" ] || [ ! -x "$RUNSTAT" ]; then
+		say "bench-anchor: $FLTRACE or $RUNSTAT is missing; run 'make' first"
+		exit 1
+	fi
+}
+
+# The earlier tool's own deps.sh builds its jemalloc (it ends with 'sudo apt-get install binutils',
+# which a root shell without sudo would fail: a shim runs it directly). gcc 12 defaults to
+# -fno-common, which that 2023 source predates: the compiler is given -fcommon, the source is not
+# touched.
+build_earlier() {
+	local dir=$WORK/fltrace-earlier
+	[ -f "$dir/fltrace.so" ] && return 0
+	rm -rf "$dir"; cp -a "$ANCHOR_FLTRACE" "$dir" || return 1
+	mkdir -p "$WORK/shim"
+	if ! command -v sudo > /dev/null; then
+		printf '#!/bin/sh\nexec "$@"\n' > "$WORK/shim/sudo"; chmod +x "$WORK/shim/sudo"
+	fi
+	say "bench-anchor: building the earlier fltrace in $dir"
+	(cd "$dir" && PATH=$WORK/shim:$PATH bash deps.sh && make -j"$(nproc)" CC="gcc -fcommon" LD="gcc -fcommon") \
+		> "$WORK/earlier-build.log" 2>&1 || { say "bench-anchor: build failed, see $WORK/earlier-build.log"; return 1; }
+}
+
+# GAPBS as the issue measured it: -O3 -g (CXX_FLAGS from the environment, so the Makefile's
+# '+= -O3 -fopenmp' still applies; on the command line it would replace them).
+build_gapbs() {
+	local dir=$WORK/gapbs
+	[ -x "$dir/bfs-serial" ] && [ -x "$dir/bfs-omp" ] && return 0
+	rm -rf "$dir"; cp -a "$ANCHOR_GAPBS" "$dir" || return 1
+	say "bench-anchor: building GAPBS bfs in $dir"
+	(cd "$dir" && CXX_FLAGS=-g make bfs SERIAL=1 && mv bfs bfs-serial && CXX_FLAGS=-g make bfs && mv bfs bfs-omp) \
+		> "$WORK/gapbs-build.log" 2>&1 || { say "bench-anchor: build failed, see $WORK/gapbs-build.log"; return 1; }
+}
+
+# row_cmd ROW: sets CMD, L (MB) and ENVS for a row name
+row_cmd() {
+	ENVS=()
+	case $1 in
+	startup) CMD=(/bin/true) L=1000 ;;
+	bfs-serial-1000) CMD=("$WORK/gapbs/bfs-serial" -g 20 -n 1) L=1000 ;;
+	bfs-serial-140) CMD=("$WORK/gapbs/bfs-serial" -g 20 -n 1) L=140 ;;
+	bfs-omp2-1000) CMD=("$WORK/gapbs/bfs-omp" -g 20 -n 1) L=1000 ENVS=(OMP_NUM_THREADS=2) ;;
+	bfs-omp2-140) CMD=("$WORK/gapbs/bfs-omp" -g 20 -n 1) L=140 ENVS=(OMP_NUM_THREADS=2) ;;
+	python-1000) CMD=(/usr/bin/python3 "$WORK/fill.py") L=1000 ;;
+	python-170) CMD=(/usr/bin/python3 "$WORK/fill.py") L=170 ;;
+	*) say "bench-anchor: unknown row '$1' (known: ${ALL_ROWS[*]})"; exit 1 ;;
+	esac
+}
+# A file, not -c: the earlier tool's launcher splits a multi-line argument.
+write_python() {
+	printf '%s\n' 'b = bytearray(300 << 20)' 'for i in range(0, len(b), 4096): b[i] = 1' \
+		'l = list(range(3000000))' 'print(sum(b), len(l), sum(l))' > "$WORK/fill.py"
+}
+ALL_ROWS=(startup bfs-serial-1000 bfs-serial-140 bfs-omp2-1000 bfs-omp2-140 python-1000 python-170)
+
+# The program's output without its timings (bfs prints them) and without the lines the earlier tool
+# prints on the program's stdout ("CPU 01| <5> ...", "Run complete. ..."), to compare runs.
+out_sum() { grep -v -i -e 'time' -e '^CPU [0-9]*|' -e '^Run complete' "$1" | md5sum | cut -c1-12; }
+
+# run_tool ROW TOOL RUN: appends "row tool run time_s rss_kb handled recorded status outsum"
+run_tool() {
+	local row=$1 tool=$2 run=$3 dir=$TMP/$1-$2-$3 pre=()
+	row_cmd "$row"
+	mkdir -p "$dir"
+	case $tool in
+	native) ;;
+	earlier) pre=("$WORK/fltrace-earlier/fltrace" record -L="$L" -M=1000 --) ;;
+	ours) pre=("$FLTRACE" record -L "$L" -M 1000 -o "$dir" --) ;;
+	esac
+	rm -f "$TMP/rs"
+	(cd "$dir" && env "${ENVS[@]}" "$RUNSTAT" "$TMP/rs" timeout -k 5 "$TIMEOUT" "${pre[@]}" "${CMD[@]}" \
+		> "$dir/stdout" 2> "$dir/stderr" < /dev/null)
+	local t=0 rss=0 code=999 handled=0 recorded=0 status=ok
+	read -r t rss code < "$TMP/rs"
+	[ "$code" = 0 ] || status=exit$code
+	case $tool in
+	earlier) # its stats lines carry faults:N; every trace line after the header is one fault
+		handled=$(for f in "$dir"/fltrace-data-stats-*.out; do tail -n 1 "$f"; echo; done |
+			grep -o '[ ,]faults:[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }')
+		recorded=$(cat "$dir"/fltrace-data-faults-*.out 2> /dev/null | grep -vc '^tstamp') ;;
+	ours)
+		handled=$(for f in "$dir"/fltrace-data-stats-*.out; do tail -n 1 "$f"; echo; done |
+			grep -o '[ ,]faults:[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }')
+		recorded=$(sed -n 's/^fltrace: recorded \([0-9]*\) faults.*/\1/p' "$dir/stderr" | tail -n 1) ;;
+	esac
+	local sum; sum=$(out_sum "$dir/stdout")
+	if [ "$tool" != native ] && [ -n "${NATIVE_SUM[$row]:-}" ] && [ "$sum" != "${NATIVE_SUM[$row]}" ] && [ $status = ok ]; then
+		status=output-differs
+	fi
+	[ "$tool" = native ] && [ $status = ok ] && NATIVE_SUM[$row]=$sum
+	echo "$row $tool $run $t $rss ${handled:-0} ${recorded:-0} $status $sum" >> "$TMP/runs"
+	rm -rf "$dir"
+}
+
+med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.6g\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+col() { awk -v r="$1" -v t="$2" -v n="$3" '$1 == r && $2 == t && $8 == "ok" { print $n }' "$TMP/runs"; }
+bad() { awk -v r="$1" -v t="$2" '$1 == r && $2 == t && $8 != "ok" { printf "%s:%s ", t, $8 }' "$TMP/runs"; }
+
+main() {
+	check_sources
+	mkdir -p "$WORK"
+	build_earlier || exit 1
+	build_gapbs || exit 1
+	write_python
+	local rows=("${ALL_ROWS[@]}")
+	[ -n "${ANCHOR_ONLY:-}" ] && read -r -a rows <<< "$ANCHOR_ONLY"
+	TMP=$(mktemp -d /tmp/fltrace-anchor.XXXXXX)
+	trap 'rm -rf "$TMP"' EXIT
+	declare -gA NATIVE_SUM
+	local row run tool
+	for row in "${rows[@]}"; do
+		row_cmd "$row"
+		for run in $(seq 1 "$RUNS"); do
+			for tool in native earlier ours; do # interleaved: drift in the machine's load hits all three
+				[ "$row" = startup ] && [ $tool = native ] && continue
+				say "bench-anchor: $row $tool run $run/$RUNS"
+				run_tool "$row" $tool "$run"
+			done
+		done
+	done
+	local out=$ROOT/test/bench/results/anchor-$(date -u +%Y%m%d-%H%M).txt
+	mkdir -p "$(dirname "$out")"
+	{
+		echo "bench-anchor $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, medians of $RUNS runs, -M 1000"
+		printf '%-16s %9s %9s %9s %8s %10s %10s %10s %10s %9s %9s %s\n' row native_s earlier_s ours_s \
+			ours/earl earl_faults earl_rec ours_faults ours_rec earl_rssMB ours_rssMB problems
+		for row in "${rows[@]}"; do
+			local n e o r ef er of orc erss orss
+			n=$(col "$row" native 4 | med) e=$(col "$row" earlier 4 | med) o=$(col "$row" ours 4 | med)
+			r=$(awk -v e="$e" -v o="$o" 'BEGIN { if (e > 0 && o > 0) printf "%.2f", o / e; else print "-" }')
+			ef=$(col "$row" earlier 6 | med) er=$(col "$row" earlier 7 | med)
+			of=$(col "$row" ours 6 | med) orc=$(col "$row" ours 7 | med)
+			erss=$(col "$row" earlier 5 | med) orss=$(col "$row" ours 5 | med)
+			printf '%-16s %9s %9s %9s %8s %10s %10s %10s %10s %9s %9s %s\n' "$row" "${n:--}" "${e:--}" "${o:--}" \
+				"$r" "${ef:--}" "${er:--}" "${of:--}" "${orc:--}" \
+				"$(awk -v k="${erss:-0}" 'BEGIN { printf "%.0f", k / 1024 }')" \
+				"$(awk -v k="${orss:-0}" 'BEGIN { printf "%.0f", k / 1024 }')" \
+				"$(bad "$row" native)$(bad "$row" earlier)$(bad "$row" ours)"
+		done
+	} | tee "$out"
+	say "bench-anchor: table written to $out"
+}
+
+main "$@"
