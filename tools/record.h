@@ -33,9 +33,10 @@ struct record_opts {
 /* cmd_record.c: checks the value of one option by its long name as record would (for sweep,
  * which passes options on); 0, or an exit code after the message. */
 int record_check_option(const char *name, const char *arg);
+/* record_check.c: MemTotal of /proc/meminfo in bytes (the most -M can be), 0 if unknown. */
+uint64_t record_memtotal(void);
 
 /* record_check.c: validation against the machine, before anything is changed. */
-uint64_t record_memtotal(void); /* MemTotal of /proc/meminfo in bytes, 0 if unknown */
 int record_check_memory(const struct record_opts *o);
 void record_note_spinning(const struct record_opts *o);
 int record_check_cores(const struct record_opts *o);

@@ -302,9 +302,11 @@ static void sweep_put_sites(FILE *o, const struct sweep *s, const struct callsit
 		fprintf(o, " %*.*s", 14, 14, s->runs[i].name);
 	fputc('\n', o);
 	for (size_t i = 0; i < show; i++) {
+		char inner[4096];
+		snprintf(inner, sizeof(inner), "%.*s", callsites_inner_len(v[i].code), v[i].code);
 		sweep_put_cut(o, v[i].func, 24);
 		fputc(' ', o);
-		sweep_put_cut(o, v[i].code, 32);
+		sweep_put_cut(o, inner, 32);
 		for (size_t k = 0; k < s->nruns; k++)
 			fprintf(o, " %14" PRIu64, v[i].pages[k]);
 		fputc('\n', o);

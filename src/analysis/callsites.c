@@ -65,7 +65,10 @@ static int callsites_key(const struct agg_row *r, const struct symbolizer *s, ch
 		snprintf(code, sizeof(code), "+0x%" PRIx64, f->obj_addr);
 		n = asprintf(key, "%s%c%s%s%c%s", f->func, 0, base, code, 0, base);
 	} else {
-		n = asprintf(key, "%s%c%s%c%s", f->func, 0, f->code, 0, base);
+		/* The function of the innermost line: an inlined helper, not the frame's caller. */
+		const char *fn = f->funcs && *f->funcs ? f->funcs : f->func, *cut = strstr(fn, "<<<");
+		n = asprintf(key, "%.*s%c%s%c%s", cut ? (int)(cut - fn) : (int)strlen(fn), fn, 0,
+			     f->code, 0, base);
 	}
 	if (n < 0)
 		return -ENOMEM;
@@ -183,4 +186,11 @@ size_t callsites_get(const struct callsites *c, const struct callsite **v)
 {
 	*v = c->v;
 	return c->n;
+}
+
+int callsites_inner_len(const char *code)
+{
+	const char *cut = strstr(code, "<<<");
+
+	return cut ? (int)(cut - code) : (int)strlen(code);
 }

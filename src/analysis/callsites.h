@@ -14,8 +14,10 @@
 #define CALLSITES_BY_KIND (-1)
 
 struct callsite {
-	const char *func;  /* "??" unknown, "[no stack]" */
-	const char *code;  /* "file:line", or "object+0xoffset" where the line is unknown */
+	const char *func;  /* of the innermost line (an inlined function's own name); "??" unknown,
+	                      "[no stack]" */
+	const char *code;  /* "file:line", innermost first with the lines it is inlined at joined by
+	                      "<<<"; "object+0xoffset" where the line is unknown */
 	const char *lib;   /* the object's file name (no directory), "" if none */
 	uint64_t *pages;   /* [ncols] */
 	uint64_t total;    /* over all columns */
@@ -35,5 +37,7 @@ int callsites_add(struct callsites *c, struct agg_table *by_stack, const struct 
 int callsites_sort(struct callsites *c, const bool *rank_cols);
 /* After callsites_sort: the n sorted callsites. */
 size_t callsites_get(const struct callsites *c, const struct callsite **v);
+/* Bytes of code that name the innermost line (before any "<<<"). */
+int callsites_inner_len(const char *code);
 
 #endif

@@ -189,8 +189,11 @@ static void sites_table(FILE *out, const struct svg_index_info *in)
 		const struct callsite *c = &in->sites[i];
 		fputs("<tr><td>", out);
 		svg_put_escaped(out, c->func);
-		fputs(*c->code ? "</td><td><code>" : "</td><td>", out);
+		/* The innermost line; the lines it is inlined at in the tooltip. */
+		fputs("</td><td title=\"", out);
 		svg_put_escaped(out, c->code);
+		fputs(*c->code ? "\"><code>" : "\">", out);
+		svg_put_escaped_n(out, c->code, (size_t)callsites_inner_len(c->code));
 		fputs(*c->code ? "</code></td><td>" : "</td><td>", out);
 		svg_put_escaped(out, c->lib);
 		fputs("</td>", out);

@@ -145,3 +145,15 @@ expect_error sweep_bad_policy 2 "^fltrace: --policy: 'lru' is not a policy" "$FL
 expect_error sweep_no_command 2 "^fltrace: sweep: no command given" "$FLTRACE" sweep -L 4
 expect_error sweep_size_above_maxmem 2 "^fltrace: -L: the largest size is more than -M" "$FLTRACE" sweep -L 4,128 -M 64 -- true
 expect_error sweep_bad_record_option 2 "^fltrace: -C: '0' is zero" "$FLTRACE" sweep -L 4 -M 64 -C 0 -o "$TMP/bad" -- true
+
+# ---- help ----
+h=$("$FLTRACE" sweep --help); rc=$?
+missing=""
+for w in --localmem --policy --maxmem --output --top -L -M -o "sweep.csv" "curve.svg" "callsites.csv" \
+	examples: "exit status" "fltrace sweep -L 16,32,64,128 --policy clock,fifo"; do
+	grep -qF -- "$w" <<<"$h" || missing="$missing '$w'"
+done
+if [ $rc -ne 0 ] || [ -n "$missing" ]; then fail sweep_help "exit $rc, missing:$missing"
+elif [ "$h" != "$("$FLTRACE" help sweep)" ]; then fail sweep_help "'fltrace help sweep' differs from --help"
+elif ! "$FLTRACE" help | grep -q '^  sweep  '; then fail sweep_help "the top-level help does not list sweep"
+else pass sweep_help; fi

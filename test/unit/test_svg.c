@@ -365,7 +365,7 @@ static int t_index(void)
 {
 	const char *argv[] = { "./prog", "<arg>", "a&b" };
 	uint64_t p1[SVG_KIND_NR] = { 7, 0, 0, 0, 0 }, p2[SVG_KIND_NR] = { 0, 0, 3, 0, 0 };
-	const struct callsite sites[] = { { "fill<T>", "prog.c:19", "prog", p1, 7, 7 },
+	const struct callsite sites[] = { { "fill<T>", "prog.c:19<<<prog.c:40", "prog", p1, 7, 7 },
 					  { "read", "prog.c:30", "prog", p2, 3, 3 } };
 	struct svg_index_info in = {
 		.pid = 42, .exe = "/bin/prog", .argv = argv, .argc = 3,
@@ -396,7 +396,8 @@ static int t_index(void)
 			  "memory <b>1 MiB</b>; peak RSS of the process 3 MiB. Not tracked: up to 512 KiB "),
 	      "summary paragraph: %.400s", strstr(buf, "<p class=\"summary\">"));
 	CHECK(strstr(buf, "8 KiB in 2 mappings mapped by the program but not tracked"), "untracked maps");
-	CHECK(strstr(buf, "<tr><td>fill&lt;T&gt;</td><td><code>prog.c:19</code></td><td>prog</td>"
+	CHECK(strstr(buf, "<tr><td>fill&lt;T&gt;</td><td title=\"prog.c:19&lt;&lt;&lt;prog.c:40\">"
+			  "<code>prog.c:19</code></td><td>prog</td>"
 			  "<td class=\"n\">7</td><td class=\"n\">70.0</td><td class=\"n\">7</td>"),
 	      "callsites row");
 	/* The answer first, the pictures next, the raw stats last and folded. */
