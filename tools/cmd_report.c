@@ -485,6 +485,30 @@ static void report_write_folded(FILE *o, struct agg_table *t, const struct symbo
 	}
 }
 
+/* ------------------------------------------------------------------ faults without a stack */
+
+/* One line on stderr per process whose trace holds faults without a stack: how many, and why
+ * (the runtime counts the reasons in the stats file). */
+static void report_note_nostack(const char *dir, const struct an_process *p)
+{
+	struct agg_row **rows;
+	size_t n = agg_rows(p->rows, &rows);
+	uint64_t none = 0, all = 0;
+	char why[1024], *line;
+
+	for (size_t i = 0; i < n; i++) {
+		none += rows[i]->nostack;
+		all += rows[i]->count;
+	}
+	if (!none)
+		return;
+	line = stats_last_line(dir, p->pid);
+	stats_nostack_why(line, why, sizeof(why));
+	cli_note("report: pid %u: %" PRIu64 " of %" PRIu64 " faults have no stack%s%s%s", p->pid,
+		 none, all, why[0] ? " (" : "", why, why[0] ? ")" : "");
+	free(line);
+}
+
 /* ------------------------------------------------------------------ main */
 
 int cmd_report(int argc, char **argv)
@@ -651,6 +675,8 @@ int cmd_report(int argc, char **argv)
 				status = CLI_EXIT_FAIL;
 		}
 	}
+	for (size_t i = 0; i < nprocs; i++)
+		report_note_nostack(env.dir, procs[i]);
 	if (env.folded || env.top) {
 		int bad = fflush(stdout) || ferror(stdout);
 		if (bad)

@@ -448,29 +448,6 @@ static int vis_close(FILE *f, const char *path, int rc)
 	return 0;
 }
 
-/* The last non-empty line of the stats file, or NULL. */
-static char *vis_stats_line(const struct vis_env *env, uint32_t pid)
-{
-	char path[4096], *line = NULL, *last = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/fltrace-data-stats-%u.out", env->indir, pid);
-	f = fopen(path, "r");
-	if (!f)
-		return NULL;
-	while ((n = getline(&line, &cap, f)) > 0) {
-		if (n <= 1)
-			continue;
-		free(last);
-		last = strdup(line);
-	}
-	free(line);
-	fclose(f);
-	return last;
-}
-
 static const char *vis_policy_name(uint32_t p)
 {
 	return p == FLTRACE_POLICY_FIFO ? "fifo" : p == FLTRACE_POLICY_CLOCK ? "clock" : "?";
@@ -527,7 +504,7 @@ static int vis_write(struct vis_proc *vp)
 		return rc;
 
 	/* The index: what ran, with which options, what happened. */
-	stats = vis_stats_line(env, vp->pid);
+	stats = stats_last_line(env->indir, vp->pid);
 	in.pid = vp->pid;
 	in.exe = vp->exe;
 	in.argv = (const char *const *)vp->argv;

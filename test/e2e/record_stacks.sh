@@ -73,3 +73,13 @@ for v in O0-fp O2; do
 2048 read libcalls.c:$(line_of libcalls.c LIBCALL-FREAD) libcalls.c:$(line_of libcalls.c MAIN-FREAD)
 64 newfstatat libcalls.c:$(line_of libcalls.c LIBCALL-STAT) libcalls.c:$(line_of libcalls.c MAIN-STAT)" "$rows"
 done
+
+# A signal of the program's own every 200 us, while every iteration takes a first touch: the signal
+# wakes the thread in its fault, and the kernel delivers both signals on one return to user space
+# (ours then runs inside the program's handler, or its handler interrupted the fault): every fault
+# still gets its stack, from the faulting line down.
+dir=$TMP/sigstorm; mkdir -p "$dir"
+timeout 120 "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/sigalarm" 20000 > /dev/null 2>&1
+expect_eq signal_storm_stacks "faults at the touching line, with their stack" 20000 \
+	"$(rows "$dir" | awk -v l="sigalarm.c:$(line_of sigalarm.c SIGALARM-TOUCH)" '$4 == l && $3 > 1 { n += $1 } END { print n + 0 }')"
+expect_stat signal_storm_none_without "$dir" faults_nostack -eq 0
