@@ -26,9 +26,11 @@ expect_error spelling_M_equals 2 '-L: local memory \(2.0 MB\) is larger than -M 
 	"$FLTRACE" record -L 2 -M=1 -- true
 expect_error spelling_maxmem_equals 2 '-L: local memory \(2.0 MB\) is larger than -M \(1.0 MB\)' \
 	"$FLTRACE" record -L 2 --maxmem=1 -- true
-# Options after the command belong to the command: here -M is its, so fltrace lacks one.
-expect_error options_stop_at_command 2 'record: -M/--maxmem is required' \
-	"$FLTRACE" record -L 2 true -M 1
+# Options after the command belong to the command: here -M 1 is its, so fltrace's -M is the
+# machine's (and -L 2 is not refused as larger than -M 1).
+expect_eq options_stop_at_command "environment seen by the command" \
+	"FLTRACE_LOCALMEM=2097152 FLTRACE_MAXMEM=$(($(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024))" \
+	"$("$FLTRACE" record -L 2 -o "$TMP/stop" sh -c 'echo FLTRACE_LOCALMEM=$FLTRACE_LOCALMEM FLTRACE_MAXMEM=$FLTRACE_MAXMEM' -M 1 2>/dev/null)"
 
 if ! have_preload; then
 	skip record_runs "preload library $BUILD/lib/fltrace/libfltrace.so not built (run make)"
@@ -140,6 +142,37 @@ if have_uffd; then
 	fi
 else
 	skip summary_line "no permission for userfaultfd here"
+fi
+
+# Without -L and -M: a learning run, every first touch and nothing evicted, as the summary says.
+# python's bytearray(50 MiB) is zeroed by one memset: its stack holds the biggest row, 12800 first
+# touches (50 MiB / 4 KiB), 12801 if the buffer does not start on a page boundary.
+if have_uffd; then
+	dir=$TMP/learn
+	err=$(timeout 120 "$FLTRACE" record -o "$dir" -- /usr/bin/python3 -c 'b=bytearray(50<<20)' 2>&1 >/dev/null); rc=$?
+	if [ $rc -ne 0 ]; then
+		fail learning_run "exit $rc: $err"
+	elif ! grep -Eq "^fltrace: recorded [0-9]+ faults in 1 process \(no -L/-M: uncapped, up to the machine's [0-9]+\.[0-9] MB, nothing evicted; peak tracked resident" <<<"$err"; then
+		fail learning_run "summary does not say what was chosen: $err"
+	else
+		pass learning_run
+	fi
+	top=$("$FLTRACE" report -i "$dir" --top 1 2>/dev/null | sed -n 3p | awk '{ print $1, $3, $4 }')
+	case "$top" in
+	"12800 write zero" | "12801 write zero") pass learning_run_bytearray_first_touches ;;
+	*) fail learning_run_bytearray_first_touches "biggest row: '$top', expected 12800 or 12801 first-touch writes" ;;
+	esac
+	expect_stat learning_run_nothing_evicted "$dir" evict_pages_done -eq 0
+	expect_stat learning_run_no_refetch "$dir" faults_refetch -eq 0
+	# -L alone: -M is the machine's memory, and the summary says so
+	err=$("$FLTRACE" record -L 16 -o "$TMP/L-alone" -- true 2>&1 >/dev/null)
+	if grep -Eq "^fltrace: recorded [0-9]+ faults in 1 process \(-M not given: the machine's [0-9]+\.[0-9] MB; peak" <<<"$err"; then
+		pass L_alone_summary
+	else
+		fail L_alone_summary "summary: $err"
+	fi
+else
+	skip learning_run "no permission for userfaultfd here"
 fi
 
 # Installed elsewhere (PREFIX/bin + PREFIX/lib/fltrace) or run through a symbolic link, fltrace

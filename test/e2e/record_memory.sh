@@ -69,10 +69,13 @@ LW=$(line_of 'LEAF-W'); LR=$(line_of 'LEAF-R')
 CT=$(line_of 'CALL-TOUCH'); CR=$(line_of 'CALL-READ'); CM=$(line_of 'CALL-MIDDLE')
 # "blocked": the program blocks every signal behind libc's back, so the stack signal never comes:
 # the handler unwinds the sleeping thread's stack itself, from the faulting instruction.
-for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked; do
+# "nosizes": a learning run, without -L and -M: the same exact counts.
+for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked O2-nosizes; do
 	dir=$TMP/stacks-$v
 	mkdir -p "$dir"
-	timeout 60 "$FLTRACE" record -L 64 -M 256 -o "$dir" -- "$PROGS/stacks-${v%-blocked}" \
+	sizes="-L 64 -M 256" prog=${v%-blocked}
+	[ "$v" = O2-nosizes ] && sizes= prog=O2
+	timeout 60 "$FLTRACE" record $sizes -o "$dir" -- "$PROGS/stacks-$prog" \
 		$([ "${v%-blocked}" != "$v" ] && echo blocked) > /dev/null 2>&1
 	"$FLTRACE" report -i "$dir" > /dev/null 2>&1
 	got=$(python3 - "$dir" <<'PY'
