@@ -100,7 +100,8 @@ signal_case() { # NAME SIGNAL EXPECTED_STATUS SCRIPT
 	rm -f "$TMP/started"
 	env --default-signal=INT,QUIT "${REC[@]}" -- sh -c "$script" 2>"$TMP/sig.err" &
 	pid=$!
-	for _ in $(seq 100); do [ -e "$TMP/started" ] && break; sleep 0.1; done
+	# until the command runs (however long a busy machine takes), or fltrace has ended
+	while [ ! -e "$TMP/started" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 	kill -"$sig" "$pid"
 	wait "$pid"
 	rc=$?
@@ -149,7 +150,7 @@ fi
 # touches (50 MiB / 4 KiB), 12801 if the buffer does not start on a page boundary.
 if have_uffd; then
 	dir=$TMP/learn
-	err=$(timeout 120 "$FLTRACE" record -o "$dir" -- /usr/bin/python3 -c 'b=bytearray(50<<20)' 2>&1 >/dev/null); rc=$?
+	err=$(timeout "$HANG" "$FLTRACE" record -o "$dir" -- /usr/bin/python3 -c 'b=bytearray(50<<20)' 2>&1 >/dev/null); rc=$?
 	if [ $rc -ne 0 ]; then
 		fail learning_run "exit $rc: $err"
 	elif ! grep -Eq "^fltrace: recorded [0-9]+ faults in 1 process \(no -L/-M: uncapped, up to the machine's [0-9]+\.[0-9] MB, nothing evicted; peak tracked resident" <<<"$err"; then

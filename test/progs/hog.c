@@ -1,5 +1,6 @@
 /* Load for `make test-loaded`: keeps one CPU busy and its memory churning (map, write every page,
- * unmap), so that the suite runs as on a shared machine. Usage: hog MB. Runs until killed. */
+ * unmap), so that the suite runs as on a shared machine. Usage: hog MB. Runs until killed, or until
+ * the process that started it is gone (so that no hog outlives its run, however that run ended). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -13,7 +14,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: hog MB\n");
 		return 2;
 	}
-	for (unsigned long round = 0;; round++) {
+	pid_t parent = getppid();
+	for (unsigned long round = 0; getppid() == parent; round++) {
 		volatile char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			continue;
@@ -28,4 +30,5 @@ int main(int argc, char **argv)
 		if (sum == 1)
 			putchar('.');
 	}
+	return 0;
 }
