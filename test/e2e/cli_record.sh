@@ -131,33 +131,31 @@ mkdir -p "$TMP/new/sub"
 "$FLTRACE" record -L 16 -M 64 -o "$TMP/new/sub/dir" -- true 2>/dev/null
 if [ -d "$TMP/new/sub/dir" ]; then pass output_dir_created; else fail output_dir_created "not created"; fi
 
-# The summary, from the stats files the runtime wrote.
-if have_uffd; then
-	err=$("$FLTRACE" record -L 16 -M 64 -o "$TMP/sum" -- sh -c 'exit 0' 2>&1 >/dev/null); rc=$?
+# expect_summary NAME REGEX RECORD-ARGS...: `fltrace record RECORD-ARGS` exits 0 and its stderr has
+# a line matching REGEX
+expect_summary() {
+	local name=$1 re=$2 err rc
+	shift 2
+	err=$(timeout "$HANG" "$FLTRACE" record "$@" 2>&1 >/dev/null); rc=$?
 	if [ $rc -ne 0 ]; then
-		fail summary_line "exit $rc: $err"
-	elif ! grep -Eq "^fltrace: recorded [0-9]+ faults in [0-9]+ process(es)? \(peak tracked resident [0-9]+\.[0-9] MB, far [0-9]+\.[0-9] MB\); trace in $TMP/sum; run 'fltrace report' there$" <<<"$err"; then
-		fail summary_line "no summary line: $err"
+		fail "$name" "exit $rc: $err"
+	elif ! grep -Eq "$re" <<<"$err"; then
+		fail "$name" "no such summary line (/$re/): $err"
 	else
-		pass summary_line
+		pass "$name"
 	fi
-else
-	skip summary_line "no permission for userfaultfd here"
-fi
+}
 
-# Without -L and -M: a learning run, every first touch and nothing evicted, as the summary says.
-# python's bytearray(50 MiB) is zeroed by one memset: its stack holds the biggest row, 12800 first
-# touches (50 MiB / 4 KiB), 12801 if the buffer does not start on a page boundary.
 if have_uffd; then
+	# The summary, from the stats files the runtime wrote.
+	expect_summary summary_line "^fltrace: recorded [0-9]+ faults in [0-9]+ process(es)? \(peak tracked resident [0-9]+\.[0-9] MB, far [0-9]+\.[0-9] MB\); trace in $TMP/sum; run 'fltrace report' there$" \
+		-L 16 -M 64 -o "$TMP/sum" -- sh -c 'exit 0'
+	# Without -L and -M: a learning run, every first touch and nothing evicted, as the summary
+	# says. python's bytearray(50 MiB) is zeroed by one memset: its stack holds the biggest row,
+	# 12800 first touches (50 MiB / 4 KiB), 12801 if the buffer does not start on a page boundary.
 	dir=$TMP/learn
-	err=$(timeout "$HANG" "$FLTRACE" record -o "$dir" -- /usr/bin/python3 -c 'b=bytearray(50<<20)' 2>&1 >/dev/null); rc=$?
-	if [ $rc -ne 0 ]; then
-		fail learning_run "exit $rc: $err"
-	elif ! grep -Eq "^fltrace: recorded [0-9]+ faults in 1 process \(no -L/-M: uncapped, up to the machine's [0-9]+\.[0-9] MB, nothing evicted; peak tracked resident" <<<"$err"; then
-		fail learning_run "summary does not say what was chosen: $err"
-	else
-		pass learning_run
-	fi
+	expect_summary learning_run "^fltrace: recorded [0-9]+ faults in 1 process \(no -L/-M: uncapped, up to the machine's [0-9]+\.[0-9] MB, nothing evicted; peak tracked resident" \
+		-o "$dir" -- /usr/bin/python3 -c 'b=bytearray(50<<20)'
 	top=$("$FLTRACE" report -i "$dir" --top 1 2>/dev/null | sed -n 3p | awk '{ print $1, $3, $4 }')
 	case "$top" in
 	"12800 write zero" | "12801 write zero") pass learning_run_bytearray_first_touches ;;
@@ -166,14 +164,10 @@ if have_uffd; then
 	expect_stat learning_run_nothing_evicted "$dir" evict_pages_done -eq 0
 	expect_stat learning_run_no_refetch "$dir" faults_refetch -eq 0
 	# -L alone: -M is the machine's memory, and the summary says so
-	err=$("$FLTRACE" record -L 16 -o "$TMP/L-alone" -- true 2>&1 >/dev/null)
-	if grep -Eq "^fltrace: recorded [0-9]+ faults in 1 process \(-M not given: the machine's [0-9]+\.[0-9] MB; peak" <<<"$err"; then
-		pass L_alone_summary
-	else
-		fail L_alone_summary "summary: $err"
-	fi
+	expect_summary L_alone_summary "^fltrace: recorded [0-9]+ faults in 1 process \(-M not given: the machine's [0-9]+\.[0-9] MB; peak" \
+		-L 16 -o "$TMP/L-alone" -- true
 else
-	skip learning_run "no permission for userfaultfd here"
+	skip summary_line "no permission for userfaultfd here"
 fi
 
 # Installed elsewhere (PREFIX/bin + PREFIX/lib/fltrace) or run through a symbolic link, fltrace
