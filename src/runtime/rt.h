@@ -148,6 +148,7 @@ struct rt_thread {
 	bool woken;        /* handler already woke it after a delay */
 	bool blocks_signal; /* it blocked the stack signal at its last fault: check at the next one */
 	_Atomic int served; /* a signalled request: 0 while its page is on its way, 1 served, 2 failed */
+	_Atomic int served_waiter; /* the thread sleeps on `served` (a futex) */
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
 	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
 };
@@ -249,6 +250,7 @@ struct rt {
 	pid_t pid;
 	unsigned exec_gen;
 	int sig;              /* the signal that asks a thread for its stack */
+	_Atomic bool program_catches; /* the program installed a signal handler (sigaction, signal) */
 	struct rt_stats stats;
 	uint64_t start_realtime_ns, start_mono_ns;
 };
