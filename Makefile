@@ -1,5 +1,5 @@
 # fltrace: one non-recursive makefile. Objects go to build/ (build-san/ with SAN=...).
-# Targets: all (./fltrace + preload library), test, bench, install, clean.
+# Targets: all (./fltrace + preload library), test, test-loaded, bench, install, clean.
 
 PREFIX ?= /usr/local
 SAN ?=
@@ -55,7 +55,7 @@ JEMALLOC_U := $(foreach s,$(JEMALLOC_SYMS),-Wl,-u,fltrace_je_$(s))
 
 TOOL_LIBS := -lelf -lz -lm
 
-.PHONY: all test unit-test bench bench-anchor stress install clean progs
+.PHONY: all test test-loaded unit-test bench bench-anchor stress install clean progs
 all: $(B)/bin/fltrace $(PRELOAD_LIB) progs
 # ./fltrace names the default build only: other BUILD trees do not repoint it.
 ifeq ($(B),build)
@@ -136,6 +136,10 @@ else
 test: unit-test
 	@FLTRACE_BUILD=$(B) FLTRACE_UNIT_ONLY=1 bash test/run.sh $(UNIT_BIN)
 endif
+
+# The whole suite beside a CPU and memory hog on every core: verdicts must not depend on timing.
+test-loaded: all unit-test
+	@FLTRACE_BUILD=$(B) bash test/loaded.sh $(UNIT_BIN)
 
 bench: all unit-test
 	@FLTRACE_BUILD=$(B) bash test/bench/run.sh

@@ -28,6 +28,14 @@ int rt_real_sigaction(int sig, const struct sigaction *sa, struct sigaction *old
 	return fn(sig, sa, old);
 }
 
+/* A handler of the program's own may wake a thread from its fault and let it retry (handler.c
+ * then queues the stack signal before the page goes in). */
+static void note_handler(sighandler_t h)
+{
+	if (h != SIG_DFL && h != SIG_IGN)
+		atomic_store(&rt.program_catches, true);
+}
+
 EXPORT int sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 {
 	if (handler_owns_signal(sig)) {
@@ -35,6 +43,8 @@ EXPORT int sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 			memset(old, 0, sizeof(*old));
 		return 0; /* taken by fltrace: the program's handler would never run anyway */
 	}
+	if (sa)
+		note_handler(sa->sa_handler);
 	if (!sa || !handler_owns_signal(rt.sig))
 		return rt_real_sigaction(sig, sa, old);
 	struct sigaction copy = *sa;
@@ -72,6 +82,7 @@ EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
 	if (handler_owns_signal(sig))
 		return SIG_DFL;
+	note_handler(handler);
 	static sighandler_t (*fn)(int, sighandler_t);
 	if (!fn)
 		fn = (sighandler_t (*)(int, sighandler_t))real("signal");

@@ -8,6 +8,10 @@ PROGS=$BUILD/progs
 TMP=$(mktemp -d /tmp/fltrace-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
+# A hang guard for every traced run: longer than any run takes on a busy machine, so that it only
+# ever catches a real hang; no verdict here depends on how fast anything ran.
+HANG=${FLTRACE_TEST_HANG_S:-600}
+
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; }
 skip() { echo "SKIP $1: $2"; }
@@ -57,7 +61,7 @@ same_output() {
 	mkdir -p "$dir"
 	"$@" > "$dir/native" 2>&1; echo "exit $?" >> "$dir/native"
 	# shellcheck disable=SC2086
-	timeout "${SAME_OUTPUT_TIMEOUT:-300}" "$FLTRACE" record $opts -o "$dir" -- "$@" > "$dir/traced" 2> "$dir/err"
+	timeout "${SAME_OUTPUT_TIMEOUT:-$HANG}" "$FLTRACE" record $opts -o "$dir" -- "$@" > "$dir/traced" 2> "$dir/err"
 	local rc=$?
 	echo "exit $rc" >> "$dir/traced"
 	if [ $rc = 124 ]; then fail "$name" "hung (timeout): $*"; return 1; fi

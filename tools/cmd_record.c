@@ -39,17 +39,17 @@ static const char record_optstring[] = "+:L:M:C:S:o:h";
 static void record_help(void)
 {
 	printf(
-"usage: fltrace record -L <size> -M <size> [options] [--] <command> [<args>...]\n"
+"usage: fltrace record [-L <size>] [-M <size>] [options] [--] <command> [<args>...]\n"
 "\n"
 "Runs <command> with its tracked memory capped at -L, evicting the rest to emulated far memory,\n"
 "and records every page fault it takes, with its stack, into fltrace-data-* files.\n"
 "Everything after '--' (or from the first argument that is not an option) is the command and\n"
 "its own arguments, passed to it untouched.\n"
 "\n"
-"required:\n"
-"  -L, --localmem <size>   local memory: the cap on resident tracked memory\n"
+"memory (without either, a learning run: every first touch is traced and nothing evicted):\n"
+"  -L, --localmem <size>   local memory: the cap on resident tracked memory (default: all of -M)\n"
 "  -M, --maxmem <size>     the most memory the command needs in all (local + far); at most the\n"
-"                          machine's memory, and not less than -L\n"
+"                          machine's memory (the default), and not less than -L\n"
 "      Sizes are in MB unless a unit is given: 140, 140M, 512K, 2G, 1.5G (binary units).\n"
 "      Spellings: -L 140, -L140, -L=140, --localmem 140, --localmem=140.\n"
 "\n"
@@ -80,6 +80,8 @@ static void record_help(void)
 "127 if the command was not found or is not executable.\n"
 "\n"
 "examples:\n"
+"  fltrace record -- ./bfs -g 20 -n 1\n"
+"      a learning run: every first touch, nothing evicted; the summary gives the peak\n"
 "  fltrace record -L 140 -M 1000 -- ./bfs -g 20 -n 1\n"
 "      trace bfs with 140 MB of local memory, out of at most 1000 MB\n"
 "  fltrace record -L 2G -M 4G -o runs/full -- sort big.txt\n"
@@ -255,14 +257,8 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 	return 0;
 }
 
-static int record_check_required(const struct record_opts *o)
+static int record_check_command(const struct record_opts *o)
 {
-	if (!o->localmem)
-		return cli_error(CLI_EXIT_USAGE, "record", "-L/--localmem is required; give the local "
-				 "memory in MB, e.g. 'fltrace record -L 140 -M 1000 -- ./prog'");
-	if (!o->maxmem)
-		return cli_error(CLI_EXIT_USAGE, "record", "-M/--maxmem is required; give the most "
-				 "memory the command needs in MB, e.g. 'fltrace record -L 140 -M 1000 -- ./prog'");
 	if (!o->cmd_argv[0])
 		return cli_error(CLI_EXIT_USAGE, "record", "no command given; put it after the options, "
 				 "e.g. 'fltrace record -L 140 -M 1000 -- ./prog args'");
@@ -274,7 +270,7 @@ static int record_check_all(struct record_opts *o)
 {
 	int err;
 
-	if ((err = record_check_required(o)) || (err = record_check_memory(o)) ||
+	if ((err = record_check_command(o)) || (err = record_check_memory(o)) ||
 	    (err = record_check_cores(o)) || (err = record_resolve_command(o)) ||
 	    (err = record_check_program(o->cmd_path)) || (err = record_check_uffd()) ||
 	    (err = record_find_preload(o)) || (err = record_prepare_outdir(o)))

@@ -558,6 +558,30 @@ static int report_diff(struct report_env *env)
 	return status;
 }
 
+/* ------------------------------------------------------------------ faults without a stack */
+
+/* One line on stderr per process whose trace holds faults without a stack: how many, and why
+ * (the runtime counts the reasons in the stats file). */
+static void report_note_nostack(const char *dir, const struct an_process *p)
+{
+	struct agg_row **rows;
+	size_t n = agg_rows(p->rows, &rows);
+	uint64_t none = 0, all = 0;
+	char why[1024], *line;
+
+	for (size_t i = 0; i < n; i++) {
+		none += rows[i]->nostack;
+		all += rows[i]->count;
+	}
+	if (!none)
+		return;
+	line = stats_last_line(dir, p->pid);
+	stats_nostack_why(line, why, sizeof(why));
+	cli_note("report: pid %u: %" PRIu64 " of %" PRIu64 " faults have no stack%s%s%s", p->pid,
+		 none, all, why[0] ? " (" : "", why, why[0] ? ")" : "");
+	free(line);
+}
+
 /* ------------------------------------------------------------------ main */
 
 /* --by alloc: faults by the allocation site of the memory they hit, all processes (or --pid). */
@@ -729,6 +753,8 @@ int cmd_report(int argc, char **argv)
 		if (quiet)
 			printf("(%zu more process%s with no faults)\n", quiet, quiet == 1 ? "" : "es");
 	}
+	for (size_t i = 0; i < nprocs; i++)
+		report_note_nostack(env.dir, procs[i]);
 	if (fflush(stdout) || ferror(stdout))
 		status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
 				   strerror(errno));

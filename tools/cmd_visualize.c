@@ -483,15 +483,6 @@ static int vis_close(FILE *f, const char *path, int rc)
 	return 0;
 }
 
-/* The last line of the stats file, or NULL. */
-static char *vis_stats_line(const struct vis_env *env, uint32_t pid)
-{
-	char path[4096];
-
-	snprintf(path, sizeof(path), "%s/fltrace-data-stats-%u.out", env->indir, pid);
-	return runstats_last_line(path);
-}
-
 /* A run of `fltrace sweep` (DIR/<run>) has its slowdown in DIR/sweep.csv, the row named <run>. */
 static bool vis_sweep_slowdown(const struct vis_env *env, double *slowdown, char *of, size_t len)
 {
@@ -620,7 +611,7 @@ static int vis_write(struct vis_proc *vp)
 		return rc;
 
 	/* The index: what ran, with which options, what happened. */
-	stats = vis_stats_line(env, vp->pid);
+	stats = stats_last_line(env->indir, vp->pid);
 	in.pid = vp->pid;
 	in.exe = vp->exe;
 	in.argv = (const char *const *)vp->argv;

@@ -11,8 +11,10 @@
 #include <fltrace/cpulist.h>
 
 struct record_opts {
-	uint64_t localmem;          /* -L, bytes; 0 = not given */
-	uint64_t maxmem;            /* -M, bytes; 0 = not given */
+	uint64_t localmem;          /* -L, bytes; 0 = not given (record_check_memory defaults it) */
+	uint64_t maxmem;            /* -M, bytes; 0 = not given (ditto) */
+	bool localmem_default;      /* -L was not given: it is -M (nothing is evicted) */
+	bool maxmem_default;        /* -M was not given: it is the machine's memory */
 	uint64_t handlers;          /* -C */
 	uint64_t samplerate;        /* -S, faults per second, 0 = all */
 	uint64_t depth;             /* --depth */
@@ -37,7 +39,8 @@ int record_check_option(const char *name, const char *arg);
 uint64_t record_memtotal(void);
 
 /* record_check.c: validation against the machine, before anything is changed. */
-int record_check_memory(const struct record_opts *o);
+/* Also fills in -L and -M when not given: -M the machine's memory, -L all of -M. */
+int record_check_memory(struct record_opts *o);
 void record_note_spinning(const struct record_opts *o);
 int record_check_cores(const struct record_opts *o);
 int record_resolve_command(struct record_opts *o);

@@ -42,11 +42,29 @@ uint64_t record_memtotal(void)
 
 #define RECORD_MIN_LOCAL_PAGES 16
 
-int record_check_memory(const struct record_opts *o)
+int record_check_memory(struct record_opts *o)
 {
 	uint64_t total = record_memtotal();
 	long page = sysconf(_SC_PAGESIZE);
 
+	/* A learning run needs no sizes (like `perf record`): without -M, the bound is what the
+	 * machine has; without -L, local memory is all of it, so nothing is ever evicted. */
+	if (!o->maxmem) {
+		if (!total)
+			return cli_error(CLI_EXIT_USAGE, "-M", "not given, and this machine's memory cannot "
+					 "be read from /proc/meminfo; give -M, e.g. -M 1000");
+		if (o->localmem > total)
+			return cli_error(CLI_EXIT_USAGE, "-L", "%.1f MB is more than this machine's memory "
+					 "(%.1f MB; far memory is emulated in local memory); give -L %llu "
+					 "or less", o->localmem / CHECK_MB, total / CHECK_MB,
+					 (unsigned long long)(total >> 20));
+		o->maxmem = total;
+		o->maxmem_default = true;
+	}
+	if (!o->localmem) {
+		o->localmem = o->maxmem;
+		o->localmem_default = true;
+	}
 	if (o->localmem > o->maxmem)
 		return cli_error(CLI_EXIT_USAGE, "-L", "local memory (%.1f MB) is larger than -M "
 				 "(%.1f MB); give -L at most -M, or raise -M",

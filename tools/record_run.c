@@ -307,11 +307,20 @@ int record_summarize(const struct record_opts *o, int status)
 	if (t.sampled_out)
 		snprintf(served, sizeof(served), " of %llu served (-S)", (unsigned long long)t.faults);
 	int64_t recorded = run_count_recorded(o->outdir);
-	cli_note("recorded %llu faults%s in %u process%s (peak tracked resident %.1f MB, far %.1f MB); "
+	/* Sizes the user did not give: say what was chosen. */
+	char sizes[128] = "";
+	if (o->localmem_default && o->maxmem_default)
+		snprintf(sizes, sizeof(sizes), "no -L/-M: uncapped, up to the machine's %.1f MB, nothing "
+			 "evicted; ", o->maxmem / RUN_MB);
+	else if (o->maxmem_default)
+		snprintf(sizes, sizeof(sizes), "-M not given: the machine's %.1f MB; ", o->maxmem / RUN_MB);
+	else if (o->localmem_default)
+		snprintf(sizes, sizeof(sizes), "-L not given: all of -M, nothing evicted; ");
+	cli_note("recorded %llu faults%s in %u process%s (%speak tracked resident %.1f MB, far %.1f MB); "
 		 "trace in %s; run 'fltrace report'%s",
 		 (unsigned long long)(recorded >= 0 ? (uint64_t)recorded : t.faults - t.sampled_out),
-		 served, t.files, t.files == 1 ? "" : "es", t.resident_peak / RUN_MB, t.far_peak / RUN_MB,
-		 o->outdir, run_is_cwd(o->outdir) ? "" : " there");
+		 served, t.files, t.files == 1 ? "" : "es", sizes, t.resident_peak / RUN_MB,
+		 t.far_peak / RUN_MB, o->outdir, run_is_cwd(o->outdir) ? "" : " there");
 	/* A program whose memory is mostly static data, stacks or shared mappings faults little
 	 * under fltrace: say so rather than let a small count pass for the whole story. */
 	if (t.untracked_rss > t.resident_peak && t.untracked_rss > 8 * RUN_MB)

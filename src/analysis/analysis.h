@@ -267,4 +267,11 @@ void intern_free(struct intern *in);
 /* JSON: s as a quoted string with its escapes. */
 void json_put(FILE *out, const char *s);
 
+/* ---------------------------------------------------------------- stats files (statsfile.c) */
+/* The last line of DIR/fltrace-data-stats-<pid>.out (malloc'd), or NULL if there is none. */
+char *stats_last_line(const char *dir, uint32_t pid);
+/* Why faults have no stack, from a stats line: "3: <reason>, 1: <reason>" into out (empty if the
+ * line counts none, or is NULL); returns its length. */
+size_t stats_nostack_why(const char *line, char *out, size_t cap);
+
 #endif

@@ -2,6 +2,7 @@
  * and have the faulting thread record its own stack from a signal handler when it faulted in user mode. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <sched.h>
@@ -21,7 +22,6 @@
 #define PENDING_MAX 4096
 #define WAKE_AFTER_NS (2 * 1000 * 1000ull)      /* a harmless early wake-up */
 #define CHECK_BLOCKED_AFTER_NS (50 * 1000 * 1000ull)
-#define GIVE_UP_AFTER_NS (2000 * 1000 * 1000ull)
 #define RUNNING_WAIT_NS (20 * 1000 * 1000ull)  /* a thread still on its way to sleep in its fault */
 
 static struct {
@@ -193,10 +193,18 @@ static bool slot_has_call_stack(const struct rt_thread *slot, long nr)
 	       atomic_load(&slot->call_stack) != FT_NO_STACK;
 }
 
+static void count_nostack(enum rt_nostack why)
+{
+	atomic_fetch_add(&rt.stats.faults_nostack, 1);
+	atomic_fetch_add(&rt.stats.faults_nostack_why[why], 1);
+}
+
 /* `slot` is the thread's own slot (t may be a copy of the request); `ips` the stack unwound at a
- * system call (sysstack.c), if any. */
+ * system call (sysstack.c), if any; `why`: the reason counted if that leaves the fault without a
+ * stack. */
 static void record_without_stack(struct rt_thread *t, struct rt_thread *slot, int tid,
-				 const struct syscall_state *s, const uint64_t *ips, unsigned depth)
+				 const struct syscall_state *s, const uint64_t *ips, unsigned depth,
+				 enum rt_nostack why)
 {
 	struct ft_fault f;
 	fault_fill(&f, t, tid);
@@ -225,7 +233,7 @@ static void record_without_stack(struct rt_thread *t, struct rt_thread *slot, in
 		atomic_fetch_add(&rt.stats.faults_syscall, 1);
 	} else {
 		f.stack_status = FT_STACK_NONE;
-		atomic_fetch_add(&rt.stats.faults_nostack, 1);
+		count_nostack(why);
 	}
 	f.latency_ns = latency_since(t->arrival_ns);
 	trace_write_fault(&f);
@@ -267,6 +275,40 @@ static unsigned stack_from_context(uint64_t *ips, unsigned max, ucontext_t *uc)
 	return d;
 }
 
+/* The signal arrived in a handler of the program's own signal that interrupted the thread at its
+ * fault (the kernel sets up a frame for every deliverable signal on one return to user space; the
+ * last one set up runs first): the stack is unwound from the signal's context down through the
+ * program's signal frame to the one that holds the fault's pc and stack pointer. 0 frames if
+ * there is none (the thread had moved past its fault). */
+static unsigned stack_from_fault_frame(uint64_t *ips, unsigned max, ucontext_t *uc, uint64_t pc, uint64_t sp)
+{
+	unw_cursor_t cur;
+	unw_word_t ip, fsp;
+	if (unw_init_local2(&cur, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) < 0)
+		return 0;
+	for (unsigned frames = 0;; frames++) {
+		if (frames > 4 * FLTRACE_MAX_STACK_DEPTH || unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 ||
+		    unw_get_reg(&cur, UNW_REG_SP, &fsp) < 0)
+			return 0;
+		/* libunwind marks a frame reached through a signal frame as one: its ip is exact,
+		 * an interrupted instruction rather than a return address. */
+		if (ip == pc && fsp == sp && unw_is_signal_frame(&cur) > 0)
+			break;
+		if (unw_step(&cur) <= 0)
+			return 0;
+	}
+	unsigned d = 0;
+	int more;
+	do {
+		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0)
+			return d;
+		ips[d++] = ip;
+	} while ((more = unw_step(&cur)) > 0 && d < max);
+	if (more > 0)
+		atomic_fetch_add(&rt.stats.stacks_cut, 1);
+	return d;
+}
+
 /* A fault taken while bringing in a system call's buffer (prefault.c) is the system call's: its
  * stack starts at the program's call site, our own frames dropped. */
 static unsigned stack_for_syscall(struct ft_fault *f, uint64_t *ips, unsigned d)
@@ -285,6 +327,38 @@ static unsigned stack_for_syscall(struct ft_fault *f, uint64_t *ips, unsigned d)
 	return d;
 }
 
+/* The stack at the fault, from the signal's context. The signal was queued before the page was put
+ * in place, so the thread has not run past its fault: the signal arrived at the faulting
+ * instruction, or in a handler of the program's own signal that interrupted it there. */
+static unsigned stack_at_fault(const struct rt_thread *t, ucontext_t *uc, uint64_t *ips)
+{
+	uint64_t ip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	if (ip != t->pc_at_fault)
+		return stack_from_fault_frame(ips, rt.cfg.stack_depth, uc, t->pc_at_fault, t->sp_at_fault);
+	unsigned d = stack_from_unwinder(ips, rt.cfg.stack_depth, ip);
+	return d ? d : stack_from_context(ips, rt.cfg.stack_depth, uc);
+}
+
+/* Returns once the handler has put the page in place: 1, or 2 if it could not (the thread then
+ * faults again). Returning earlier would only fault again. Almost always the page is there by now
+ * (waking this thread took longer than the copy); if not, the handler thread was most likely
+ * preempted by this one on its CPU: sleep, so that it runs (spinning or yielding measured 5x
+ * slower on a busy machine), and it wakes us. */
+static int wait_served(struct rt_thread *t)
+{
+	int served;
+	for (unsigned spins = 0; spins < 200; spins++) {
+		if ((served = atomic_load(&t->served)) != 0)
+			return served;
+		__builtin_ia32_pause();
+	}
+	atomic_store(&t->served_waiter, 1);
+	while ((served = atomic_load(&t->served)) == 0)
+		syscall(SYS_futex, (int *)&t->served, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	atomic_store(&t->served_waiter, 0);
+	return served;
+}
+
 static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 {
 	int saved_errno = errno;
@@ -296,32 +370,27 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 		goto out;
 	atomic_store(&t->busy, 1);
 	rt_tls_internal++;
-	ucontext_t *uc = ucv;
-	uint64_t ip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-	struct ft_fault f;
-	fault_fill(&f, t, atomic_load(&t->tid));
-	f.ip = ip;
-	f.origin = FT_ORIGIN_USER;
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
-	/* The signal is only meaningful if it arrived at the faulting instruction (a thread that
-	 * blocked it and was woken without it takes it later, elsewhere). */
-	if (ip == t->pc_at_fault) {
-		unsigned d = stack_from_unwinder(ips, rt.cfg.stack_depth, ip);
-		if (d == 0)
-			d = stack_from_context(ips, rt.cfg.stack_depth, uc);
+	unsigned d = stack_at_fault(t, ucv, ips); /* meanwhile the handler puts the page in */
+	if (wait_served(t) == 1) {
+		/* The request is complete only now (its kind: zero, re-fetch or file). */
+		struct ft_fault f;
+		fault_fill(&f, t, atomic_load(&t->tid));
+		f.ip = t->pc_at_fault;
+		f.origin = FT_ORIGIN_USER;
 		if (rt_tls_prefault.nr >= 0)
 			d = stack_for_syscall(&f, ips, d);
 		if (d) {
 			f.stack_id = trace_stack_id(ips, d);
 			f.stack_status = FT_STACK_OK;
+		} else {
+			f.stack_status = FT_STACK_NONE;
+			bool at_fault = (uint64_t)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP] == t->pc_at_fault;
+			count_nostack(at_fault ? NOSTACK_UNWIND : NOSTACK_MOVED);
 		}
+		f.latency_ns = latency_since(t->arrival_ns);
+		trace_write_fault(&f);
 	}
-	if (f.stack_id == FT_NO_STACK) {
-		f.stack_status = FT_STACK_NONE;
-		atomic_fetch_add(&rt.stats.faults_nostack, 1);
-	}
-	f.latency_ns = latency_since(t->arrival_ns);
-	trace_write_fault(&f);
 	rt_tls_internal--;
 	atomic_store(&t->busy, 0);
 	atomic_store(&t->state, REQ_IDLE);
@@ -495,10 +564,42 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
 	return err;
 }
 
-/* Brings the page in; returns false if there was nothing to serve (already present, or no longer
- * ours). A served thread is left asleep: the caller wakes it once the fault is noted. */
-static bool fault_serve(struct rt_thread *t, uintptr_t addr)
+/* Queues the stack signal to a thread asleep in its fault. Sent before its page is in place,
+ * whatever else wakes the thread meanwhile (a signal of the program's own), it cannot run past the
+ * faulting instruction without taking the signal first; sent after, the thread wakes once, when
+ * its page is there (cheaper: measured 1.2-1.7x faster on a busy machine). */
+static bool signal_post(struct rt_thread *t, int tid, int served)
 {
+	t->posted_mono_ns = rt_mono_ns();
+	t->woken = false;
+	atomic_store(&t->served, served);
+	atomic_store(&t->state, REQ_PENDING);
+	if (syscall(SYS_tgkill, rt.pid, tid, rt.sig) == 0)
+		return true;
+	atomic_store(&t->state, REQ_IDLE);
+	return false;
+}
+
+/* Tells the signalled thread, waiting in its stack handler, that its page is in place (or could not
+ * be placed: then it records nothing and faults again). */
+static void signal_served(struct rt_thread *t, bool ok)
+{
+	atomic_store(&t->served, ok ? 1 : 2);
+	if (atomic_load(&t->served_waiter))
+		syscall(SYS_futex, (int *)&t->served, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	int expected = REQ_PENDING;
+	if (!ok)
+		atomic_compare_exchange_strong(&t->state, &expected, REQ_IDLE);
+}
+
+/* Brings the page in; returns false if there was nothing to serve (already present, or no longer
+ * ours). A served thread is left asleep: the caller wakes it once the fault is noted. With *signal,
+ * the thread (tid) is sent the stack signal just before its page goes in; *signal says whether it
+ * was. */
+static bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, bool *signal)
+{
+	bool want_signal = *signal;
+	*signal = false;
 	int fd = t->uffd;
 	if (fault_serve_soft(addr, fd))
 		return false;
@@ -511,10 +612,20 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr)
 	}
 	if (evict_make_room(1) == -ENOSPC)
 		handler_die_maxmem();
+	/* Only a handler of the program's own can wake the thread from its fault and run it back to
+	 * the faulting instruction before the signal is queued (anything else that wakes it waits
+	 * for this lock): without one, the cheaper order is as safe. */
+	bool early = want_signal && atomic_load(&rt.program_catches);
+	*signal = early && signal_post(t, tid, 0);
 	int err = fault_bring_in(fd, addr, pg, false, &t->kind, &t->region);
 	if (t->kind == FT_KIND_ZERO)
 		t->flags |= FT_FLAG_ZERO;
+	if (*signal)
+		signal_served(t, err >= 0);
+	else if (want_signal && !early && err >= 0)
+		*signal = signal_post(t, tid, 1); /* served already */
 	if (err < 0) {
+		*signal = false;
 		uffd_wake(fd, addr, rt.page_size);
 		handler_check_stuck(addr, pg, STUCK_FAILING);
 		return false;
@@ -523,8 +634,9 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr)
 	return true;
 }
 
-/* SigBlk of a thread: whether it blocks our signal (then it never runs the stack handler). */
-static bool thread_blocks_signal(int tid)
+/* SigPnd and SigBlk of a thread (its own pending signals, and the ones it blocks); false if it is
+ * gone. */
+static bool thread_signal_masks(int tid, uint64_t *pending, uint64_t *blocked)
 {
 	char path[64], buf[2048];
 	struct fmt f;
@@ -534,25 +646,53 @@ static bool thread_blocks_signal(int tid)
 	fmt_str(&f, "/status");
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return true; /* gone */
+		return false;
 	ssize_t n = rt_read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return true;
-	buf[n] = '\0';
-	const char *p = strstr(buf, "SigBlk:");
-	if (!p)
 		return false;
-	uint64_t mask = 0;
-	bool neg;
-	char hex[24] = "0x";
-	p += 7;
-	while (*p == '\t' || *p == ' ')
-		p++;
-	memcpy(hex + 2, p, 16);
-	hex[18] = '\0';
-	parse_num(hex, &mask, &neg);
+	buf[n] = '\0';
+	const char *keys[2] = { "SigPnd:", "SigBlk:" };
+	uint64_t *out[2] = { pending, blocked };
+	for (int k = 0; k < 2; k++) {
+		const char *p = strstr(buf, keys[k]);
+		*out[k] = 0;
+		if (!p)
+			continue;
+		bool neg;
+		char hex[24] = "0x";
+		p += 7;
+		while (*p == '\t' || *p == ' ')
+			p++;
+		memcpy(hex + 2, p, 16);
+		hex[18] = '\0';
+		parse_num(hex, out[k], &neg);
+	}
+	return true;
+}
+
+static bool has_sig(uint64_t mask)
+{
 	return (mask >> (rt.sig - 1)) & 1;
+}
+
+/* Whether a thread blocks our signal (then it never runs the stack handler); true if it is gone. */
+static bool thread_blocks_signal(int tid)
+{
+	uint64_t pending, blocked;
+	return !thread_signal_masks(tid, &pending, &blocked) || has_sig(blocked);
+}
+
+/* Where the stack signal queued to a thread stands: blocked and still pending means it cannot be
+ * delivered. Blocked but no longer pending means the thread is taking it right now (the kernel
+ * blocks a signal while its handler runs): it is only late. */
+enum sig_fate { SIG_COMING, SIG_HELD, SIG_GONE };
+static enum sig_fate thread_signal_fate(int tid)
+{
+	uint64_t pending, blocked;
+	if (!thread_signal_masks(tid, &pending, &blocked))
+		return SIG_GONE;
+	return has_sig(blocked) && has_sig(pending) ? SIG_HELD : SIG_COMING;
 }
 
 /* Whether the thread still sleeps where it was seen (same system call or none, pc and sp): an
@@ -577,7 +717,7 @@ static unsigned unwind_sleeping(struct rt_thread *t, int tid, const struct sysca
 /* A fault served without the stack signal: fltrace's own, sampled out, or in a system call (whose
  * stack is unwound here, `unwind`, while the thread still sleeps). */
 static void handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t, int tid, bool record,
-				     const struct syscall_state *s, bool unwind)
+				     const struct syscall_state *s, bool unwind, enum rt_nostack why)
 {
 	if (t && atomic_load(&t->busy)) {
 		/* Taken inside our stack handler (libunwind's TLS lookups read the thread's TLS vector,
@@ -592,7 +732,7 @@ static void handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t,
 	}
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
 	unsigned depth = unwind && t ? unwind_sleeping(t, tid, s, ips) : 0;
-	record_without_stack(req, t, tid, s, ips, depth);
+	record_without_stack(req, t, tid, s, ips, depth, why);
 }
 
 static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
@@ -612,7 +752,17 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int
 	struct syscall_state s = { .nr = -2 };
 	/* A thread inside our signal handler, or with a request still open, gets no second signal. */
 	bool busy = !t || atomic_load(&t->busy) || atomic_load(&t->state) != REQ_IDLE;
-	if (record && !busy && thread_syscall_state(t, tid, &s) < 0)
+	int state_err = record && !busy ? thread_syscall_state(t, tid, &s) : 0;
+	if (state_err == -EAGAIN) {
+		/* Never seen asleep in its fault: the thread left it (something else woke it) or was
+		 * kept from going to sleep there for long (a busy machine). Either way, woken, it
+		 * retries the access, and faults again if the page is still missing: that fault is
+		 * the one served and recorded, with the state read then. */
+		uffd_wake(fd, addr, rt.page_size);
+		atomic_fetch_add(&rt.stats.faults_reraised, 1);
+		return;
+	}
+	if (state_err < 0)
 		s.nr = -2;
 	bool signal = record && !busy && s.nr == -1;
 	/* A thread that blocked the signal at its last fault is asked first, rather than waited
@@ -636,18 +786,9 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int
 	req->region = 0;
 	req->pc_at_fault = s.pc;
 	req->sp_at_fault = s.sp;
-	bool served = fault_serve(req, addr);
-	if (served && signal) {
-		t->posted_mono_ns = rt_mono_ns();
-		t->woken = false;
-		atomic_store(&t->state, REQ_PENDING);
-		/* Under the lock: no other handler may wake the thread before the signal is queued. */
-		if (syscall(SYS_tgkill, rt.pid, tid, rt.sig) < 0) {
-			atomic_store(&t->state, REQ_IDLE);
-			uffd_wake(fd, addr, rt.page_size);
-			signal = false;
-		}
-	}
+	/* Under the lock: no other handler may serve the page before the signal is queued. */
+	bool wanted_signal = signal;
+	bool served = fault_serve(req, addr, tid, &signal);
 	rt_unlock();
 	if (!served)
 		return;
@@ -659,16 +800,18 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int
 	}
 	/* The thread sleeps until the record is written: a program that exits right after its last
 	 * fault must still find that fault in its trace. */
-	handler_note_unsignalled(req, t, tid, record, s.nr >= -1 ? &s : NULL, unwind);
+	enum rt_nostack why = wanted_signal ? NOSTACK_GONE : s.nr >= -1 ? NOSTACK_UNWIND : NOSTACK_STATE;
+	handler_note_unsignalled(req, t, tid, record, s.nr >= -1 ? &s : NULL, unwind, why);
 	uffd_wake(fd, addr, rt.page_size);
 }
 
 /* A thread that blocks the stack signal (glibc blocks every signal in a new thread until its
  * start-up code is done) sleeps on at its fault: its stack is unwound from here, the same way as
- * inside a system call. Returns false if the thread does not block the signal (it is just late). */
+ * inside a system call. Returns false if the signal is on its way to the thread (it is just late). */
 static bool record_blocked_thread(struct rt_thread *t, int tid)
 {
-	if (!thread_blocks_signal(tid))
+	enum sig_fate fate = thread_signal_fate(tid);
+	if (fate == SIG_COMING)
 		return false;
 	t->blocks_signal = true;
 	int expected = REQ_PENDING;
@@ -677,9 +820,11 @@ static bool record_blocked_thread(struct rt_thread *t, int tid)
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
 	unsigned depth = 0;
 	struct syscall_state at = { .nr = -1, .pc = t->pc_at_fault, .sp = t->sp_at_fault };
-	if (still_in_state(t, tid, &at))
+	bool asleep = fate == SIG_HELD && still_in_state(t, tid, &at);
+	if (asleep)
 		depth = unwind_sleeping(t, tid, &at, ips);
-	record_without_stack(t, t, tid, &at, ips, depth);
+	record_without_stack(t, t, tid, &at, ips, depth,
+			     fate == SIG_GONE ? NOSTACK_GONE : asleep ? NOSTACK_UNWIND : NOSTACK_BLOCKED);
 	atomic_store(&t->state, REQ_IDLE);
 	uffd_wake(t->uffd, t->addr, rt.page_size);
 	return true;
@@ -687,7 +832,8 @@ static bool record_blocked_thread(struct rt_thread *t, int tid)
 
 /* Requests the signal has not answered: a thread that blocks it is unwound from here; any other
  * is woken (harmless: the signal, if deliverable, is taken on the way back to the faulting
- * instruction), and given up on after a while. */
+ * instruction) and waited for however long the machine makes it wait, unless it has blocked the
+ * signal since or ended. */
 static void handler_check_pending(struct handler_ctx *ctx)
 {
 	uint64_t now = rt_mono_ns();
@@ -707,10 +853,12 @@ static void handler_check_pending(struct handler_ctx *ctx)
 			}
 			uffd_wake(t->uffd, t->addr, rt.page_size);
 		}
-		if ((age > CHECK_BLOCKED_AFTER_NS && thread_blocks_signal(tid)) || age > GIVE_UP_AFTER_NS) {
+		enum sig_fate fate = age > CHECK_BLOCKED_AFTER_NS ? thread_signal_fate(tid) : SIG_COMING;
+		if (fate != SIG_COMING) {
 			int expected = REQ_PENDING;
 			if (atomic_compare_exchange_strong(&t->state, &expected, REQ_CANCELLED)) {
-				record_without_stack(t, t, tid, NULL, NULL, 0);
+				record_without_stack(t, t, tid, NULL, NULL, 0,
+						     fate == SIG_GONE ? NOSTACK_GONE : NOSTACK_BLOCKED);
 				atomic_store(&t->state, REQ_IDLE);
 			}
 			ctx->pending[i] = ctx->pending[--ctx->npending];

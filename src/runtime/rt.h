@@ -133,6 +133,8 @@ struct rt_thread {
 	uint32_t region;   /* FT_KIND_FILE: the region record's id */
 	bool woken;        /* handler already woke it after a delay */
 	bool blocks_signal; /* it blocked the stack signal at its last fault: check at the next one */
+	_Atomic int served; /* a signalled request: 0 while its page is on its way, 1 served, 2 failed */
+	_Atomic int served_waiter; /* the thread sleeps on `served` (a futex) */
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
 	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
 };
@@ -223,9 +225,13 @@ void maps_close(void);
 void maps_fork_child(void);      /* after fork: a history (and files) of the child's own */
 
 /* ---- stats (stats.c) ---- */
+/* Why a fault was recorded without a stack (stats faults_nostack_<name>, in this order). */
+enum rt_nostack { NOSTACK_BLOCKED, NOSTACK_MOVED, NOSTACK_UNWIND, NOSTACK_GONE, NOSTACK_STATE, NOSTACK_NR };
 struct rt_stats {
 	_Atomic uint64_t faults, faults_r, faults_w, faults_wp, faults_zero, faults_refetch, faults_file,
 		faults_syscall, faults_nostack, faults_sampled_out, faults_dup, faults_self, stacks_cut;
+	_Atomic uint64_t faults_nostack_why[NOSTACK_NR]; /* faults_nostack by reason */
+	_Atomic uint64_t faults_reraised; /* a message whose thread was never seen asleep: woken to fault again */
 	_Atomic uint64_t evict_ops, evict_pages, evict_fallback, evict_failed;
 	_Atomic uint64_t evict_file_dropped, evict_file_moved; /* clean file pages dropped, written ones moved */
 	_Atomic uint64_t faults_soft; /* resident, probation and far counts: pagestate.h */
@@ -257,6 +263,7 @@ struct rt {
 	pid_t pid;
 	unsigned exec_gen;
 	int sig;              /* the signal that asks a thread for its stack */
+	_Atomic bool program_catches; /* the program installed a signal handler (sigaction, signal) */
 	struct rt_stats stats;
 	uint64_t start_realtime_ns, start_mono_ns;
 };

@@ -79,6 +79,11 @@ void stats_write_line(void)
 	kv(&f, "faults_file", atomic_load(&s->faults_file));
 	kv(&f, "faults_syscall", atomic_load(&s->faults_syscall));
 	kv(&f, "faults_nostack", atomic_load(&s->faults_nostack));
+	static const char *const why[NOSTACK_NR] = { "faults_nostack_blocked", "faults_nostack_moved",
+		"faults_nostack_unwind", "faults_nostack_gone", "faults_nostack_state" };
+	for (int i = 0; i < NOSTACK_NR; i++)
+		kv(&f, why[i], atomic_load(&s->faults_nostack_why[i]));
+	kv(&f, "faults_reraised", atomic_load(&s->faults_reraised));
 	kv(&f, "faults_dup", atomic_load(&s->faults_dup));
 	kv(&f, "faults_self", atomic_load(&s->faults_self));
 	kv(&f, "faults_soft", atomic_load(&s->faults_soft));

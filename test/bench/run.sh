@@ -3,7 +3,8 @@
 # `perf record`, interleaved; prints one table of medians and writes it to test/bench/results/.
 #
 # Environment: BENCH_RUNS (default 5; 3 with BENCH_QUICK=1), BENCH_QUICK=1 (smaller sizes),
-# BENCH_ONLY="fillscan bfs" (a subset of workloads), BENCH_TIMEOUT (s per run, default 120),
+# BENCH_ONLY="fillscan bfs floor" (a subset: workloads, `floor` for the userfaultfd floor alone,
+# `report` for the speed of `fltrace report`), BENCH_TIMEOUT (s per run, default 120),
 # BENCH_RECORD_OPTS (extra `fltrace record` options, e.g. "--poll spin"), BENCH_BFS_SCALE (graph of
 # 2^N vertices, default 19), FLTRACE_BUILD (build directory, default build).
 # Times are never pass/fail: the exit status is non-zero only if the bench itself could not run.
@@ -33,8 +34,24 @@ else
 	FS_MB=256 LC_MB=64 PY_N=100000 SQL_ROWS=400000 SORT_LINES=300000 BFS_SCALE=19 FLOOR_PAGES=4096 FLOOR_REPS=5
 fi
 BFS_SCALE=${BENCH_BFS_SCALE:-$BFS_SCALE}
-WORKLOADS=(startup fillscan fillscan-8t libcalls bfs python sqlite sort)
-[ -n "${BENCH_ONLY:-}" ] && read -r -a WORKLOADS <<< "$BENCH_ONLY"
+# What can be run: the workloads, then the per-fault floor (uffd_floor.c: the figure the other
+# costs are compared with) and the speed of `fltrace report` (from the largest trace of this run,
+# and a synthetic one).
+ALL_WORKLOADS=(startup fillscan fillscan-8t libcalls bfs python sqlite sort)
+KNOWN=("${ALL_WORKLOADS[@]}" floor report)
+SELECTED=("${KNOWN[@]}")
+if [ -n "${BENCH_ONLY:-}" ]; then
+	read -r -a SELECTED <<< "$BENCH_ONLY"
+	for w in "${SELECTED[@]}"; do
+		if [[ " ${KNOWN[*]} " != *" $w "* ]]; then
+			printf "bench: unknown workload '%s' in BENCH_ONLY (known: %s)\n" "$w" "${KNOWN[*]}" >&2
+			exit 2
+		fi
+	done
+fi
+selected() { [[ " ${SELECTED[*]} " == *" $1 "* ]]; }
+WORKLOADS=()
+for w in "${ALL_WORKLOADS[@]}"; do selected "$w" && WORKLOADS+=("$w"); done
 
 TMP=$(mktemp -d /tmp/fltrace-bench.XXXXXX)
 cleanup() { rm -rf "$TMP"; }
@@ -107,7 +124,7 @@ workload_cmd() {
 	python) CMD=(/usr/bin/python3 "$TMP/dict.py" "$PY_N") ;;
 	sqlite) CMD=(/usr/bin/sqlite3 :memory: ".read $TMP/table.sql") ;;
 	sort) CMD=(/usr/bin/sort -o "$TMP/sort.out" "$TMP/sort.in"); EXTRA_OUT=$TMP/sort.out ;;
-	*) say "bench: unknown workload '$1' (known: ${WORKLOADS[*]})"
+	*) say "bench: unknown workload '$1' (known: ${ALL_WORKLOADS[*]})"
 	   exit 1 ;;
 	esac
 }
@@ -283,10 +300,10 @@ print_table() { # the CSV rows as an aligned table
 
 START=$(date +%s)
 build
-make_inputs
+[ ${#WORKLOADS[@]} -gt 0 ] && make_inputs
 declare -A QUARTER_MB OUTSUM LEAF
-: > "$TMP/runs"
-say "bench: $RUNS runs per mode, quick=$QUICK, workloads: ${WORKLOADS[*]}; $(nproc) CPUs, Linux $(uname -r)"
+: > "$TMP/runs" "$TMP/floor"
+say "bench: $RUNS runs per mode, quick=$QUICK, running: ${SELECTED[*]}; $(nproc) CPUs, Linux $(uname -r)"
 
 for wl in "${WORKLOADS[@]}"; do
 	say "bench: $wl: warm-up (native, ample for the peak, perf stat)"
@@ -310,13 +327,15 @@ for wl in "${WORKLOADS[@]}"; do
 	case $wl in fillscan | bfs) LEAF[$wl]=$(leaf_share "$TMP/trace/$wl-ample") ;; esac
 done
 
-say "bench: per-fault floor (uffd_floor $FLOOR_PAGES pages x $FLOOR_REPS)"
-"$BENCH_BIN/uffd_floor" "$FLOOR_PAGES" "$FLOOR_REPS" > "$TMP/floor" || PROBLEMS+=("uffd_floor failed")
+if selected floor; then
+	say "bench: per-fault floor (uffd_floor $FLOOR_PAGES pages x $FLOOR_REPS)"
+	"$BENCH_BIN/uffd_floor" "$FLOOR_PAGES" "$FLOOR_REPS" > "$TMP/floor" || PROBLEMS+=("uffd_floor failed")
+fi
 
-say "bench: report speed"
 REPORT_LINES=()
 big= bigf=0 # the trace directory (last run of each workload and mode) with most faults
-for d in "$TMP"/trace/*-ample "$TMP"/trace/*-quarter; do
+selected report && say "bench: report speed"
+selected report && for d in "$TMP"/trace/*-ample "$TMP"/trace/*-quarter; do
 	[ -d "$d" ] || continue
 	f=$(stats_get "$d" faults sum)
 	[ "$f" -gt "$bigf" ] && big=$d bigf=$f
@@ -331,7 +350,9 @@ if [ -n "$big" ]; then
 		PROBLEMS+=("fltrace report -i <trace of ${big##*/}> failed: $(head -n 2 "$TMP/report.err")")
 	fi
 fi
-while IFS= read -r line; do REPORT_LINES+=("$line"); done < <(bash "$ROOT/test/bench/report_bench.sh" "$BUILD" 2>&1)
+if selected report; then
+	while IFS= read -r line; do REPORT_LINES+=("$line"); done < <(bash "$ROOT/test/bench/report_bench.sh" "$BUILD" 2>&1)
+fi
 
 for wl in "${WORKLOADS[@]}"; do summarize "$wl"; done
 while IFS=, read -r _ name m lo_ hi_; do
@@ -350,10 +371,13 @@ done
 
 DATE=$(date +%F)
 mkdir -p "$RESULTS"
-{ echo "$HEADER"; printf '%s\n' "${ROWS[@]}"; } > "$RESULTS/latest.csv"
-cp "$RESULTS/latest.csv" "$RESULTS/$DATE.csv"
+# A subset (BENCH_ONLY) is written beside the full table, never over it.
+LATEST=latest
+[ -n "${BENCH_ONLY:-}" ] && LATEST=only-$(IFS=-; echo "${SELECTED[*]}")
+{ echo "$HEADER"; printf '%s\n' "${ROWS[@]}"; } > "$RESULTS/$LATEST.csv"
+[ -z "${BENCH_ONLY:-}" ] && cp "$RESULTS/latest.csv" "$RESULTS/$DATE.csv"
 { echo "workload mode run time_s rss_kb faults zero refetch trace_bytes nostack hwm status outsum L_MB"
-  cat "$TMP/runs"; } | tr ' ' , > "$RESULTS/latest-runs.csv"
+  cat "$TMP/runs"; } | tr ' ' , > "$RESULTS/$LATEST-runs.csv"
 
 echo
 echo "fltrace bench, $DATE, $(nproc) CPUs, Linux $(uname -r); median of $RUNS runs (quick=$QUICK); \
@@ -388,7 +412,11 @@ cat <<- 'EOF'
 	line compares them with fillscan. report rows: `fltrace report` speed. Noise: shared VM; read
 	ratios and orders of magnitude, compare only numbers from the same invocation.
 	EOF
-echo "results: $RESULTS/latest.csv (and $DATE.csv, latest-runs.csv for every run)"
+if [ -n "${BENCH_ONLY:-}" ]; then
+	echo "results: $RESULTS/$LATEST.csv ($LATEST-runs.csv for every run)"
+else
+	echo "results: $RESULTS/latest.csv (and $DATE.csv, latest-runs.csv for every run)"
+fi
 if [ ${#PROBLEMS[@]} -gt 0 ]; then
 	echo
 	echo "problems seen (fltrace or a workload misbehaved; not a timing verdict):"

@@ -13,8 +13,12 @@ expect_error unknown_global_option 2 '-x: unknown option' "$FLTRACE" -x
 expect_error unknown_record_option 2 '--bogus: unknown option of record' "$FLTRACE" "${R[@]}" --bogus -- true
 expect_error unknown_record_short_option 2 '-q: unknown option of record' "$FLTRACE" "${R[@]}" -q -- true
 expect_error help_unknown_command 2 'nope: not a fltrace command' "$FLTRACE" help nope
-expect_error missing_L 2 'record: -L/--localmem is required' "$FLTRACE" record -M 64 -- true
-expect_error missing_M 2 'record: -M/--maxmem is required' "$FLTRACE" record -L 16 -- true
+# -L and -M may be left out (a learning run), but not beyond what the machine has
+expect_error L_alone_above_memtotal 2 "-L: .* is more than this machine's memory.*-L $MEM_MB or less" \
+	"$FLTRACE" record -L $((MEM_MB + 1)) -- true
+expect_error M_alone_above_memtotal 2 "-M: .* is more than this machine's memory.*-M $MEM_MB or less" \
+	"$FLTRACE" record -M $((MEM_MB + 1)) -- true
+expect_error missing_command_without_sizes 2 'record: no command given' "$FLTRACE" record
 expect_error missing_value_of_L 2 '-L: needs a value' "$FLTRACE" record -L
 expect_error L_not_a_number 2 "-L: 'abc' is not a number" "$FLTRACE" record -L abc -M 64 -- true
 expect_error L_zero 2 "-L: '0' is zero" "$FLTRACE" record -L 0 -M 64 -- true

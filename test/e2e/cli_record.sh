@@ -26,9 +26,11 @@ expect_error spelling_M_equals 2 '-L: local memory \(2.0 MB\) is larger than -M 
 	"$FLTRACE" record -L 2 -M=1 -- true
 expect_error spelling_maxmem_equals 2 '-L: local memory \(2.0 MB\) is larger than -M \(1.0 MB\)' \
 	"$FLTRACE" record -L 2 --maxmem=1 -- true
-# Options after the command belong to the command: here -M is its, so fltrace lacks one.
-expect_error options_stop_at_command 2 'record: -M/--maxmem is required' \
-	"$FLTRACE" record -L 2 true -M 1
+# Options after the command belong to the command: here -M 1 is its, so fltrace's -M is the
+# machine's (and -L 2 is not refused as larger than -M 1).
+expect_eq options_stop_at_command "environment seen by the command" \
+	"FLTRACE_LOCALMEM=2097152 FLTRACE_MAXMEM=$(($(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024))" \
+	"$("$FLTRACE" record -L 2 -o "$TMP/stop" sh -c 'echo FLTRACE_LOCALMEM=$FLTRACE_LOCALMEM FLTRACE_MAXMEM=$FLTRACE_MAXMEM' -M 1 2>/dev/null)"
 
 if ! have_preload; then
 	skip record_runs "preload library $BUILD/lib/fltrace/libfltrace.so not built (run make)"
@@ -98,7 +100,8 @@ signal_case() { # NAME SIGNAL EXPECTED_STATUS SCRIPT
 	rm -f "$TMP/started"
 	env --default-signal=INT,QUIT "${REC[@]}" -- sh -c "$script" 2>"$TMP/sig.err" &
 	pid=$!
-	for _ in $(seq 100); do [ -e "$TMP/started" ] && break; sleep 0.1; done
+	# until the command runs (however long a busy machine takes), or fltrace has ended
+	while [ ! -e "$TMP/started" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 	kill -"$sig" "$pid"
 	wait "$pid"
 	rc=$?
@@ -128,16 +131,41 @@ mkdir -p "$TMP/new/sub"
 "$FLTRACE" record -L 16 -M 64 -o "$TMP/new/sub/dir" -- true 2>/dev/null
 if [ -d "$TMP/new/sub/dir" ]; then pass output_dir_created; else fail output_dir_created "not created"; fi
 
-# The summary, from the stats files the runtime wrote.
-if have_uffd; then
-	err=$("$FLTRACE" record -L 16 -M 64 -o "$TMP/sum" -- sh -c 'exit 0' 2>&1 >/dev/null); rc=$?
+# expect_summary NAME REGEX RECORD-ARGS...: `fltrace record RECORD-ARGS` exits 0 and its stderr has
+# a line matching REGEX
+expect_summary() {
+	local name=$1 re=$2 err rc
+	shift 2
+	err=$(timeout "$HANG" "$FLTRACE" record "$@" 2>&1 >/dev/null); rc=$?
 	if [ $rc -ne 0 ]; then
-		fail summary_line "exit $rc: $err"
-	elif ! grep -Eq "^fltrace: recorded [0-9]+ faults in [0-9]+ process(es)? \(peak tracked resident [0-9]+\.[0-9] MB, far [0-9]+\.[0-9] MB\); trace in $TMP/sum; run 'fltrace report' there$" <<<"$err"; then
-		fail summary_line "no summary line: $err"
+		fail "$name" "exit $rc: $err"
+	elif ! grep -Eq "$re" <<<"$err"; then
+		fail "$name" "no such summary line (/$re/): $err"
 	else
-		pass summary_line
+		pass "$name"
 	fi
+}
+
+if have_uffd; then
+	# The summary, from the stats files the runtime wrote.
+	expect_summary summary_line "^fltrace: recorded [0-9]+ faults in [0-9]+ process(es)? \(peak tracked resident [0-9]+\.[0-9] MB, far [0-9]+\.[0-9] MB\); trace in $TMP/sum; run 'fltrace report' there$" \
+		-L 16 -M 64 -o "$TMP/sum" -- sh -c 'exit 0'
+	# Without -L and -M: a learning run, every first touch and nothing evicted, as the summary
+	# says. python's bytearray(50 MiB) is zeroed by one memset: its stack holds the biggest row,
+	# 12800 first touches (50 MiB / 4 KiB), 12801 if the buffer does not start on a page boundary.
+	dir=$TMP/learn
+	expect_summary learning_run "^fltrace: recorded [0-9]+ faults in 1 process \(no -L/-M: uncapped, up to the machine's [0-9]+\.[0-9] MB, nothing evicted; peak tracked resident" \
+		-o "$dir" -- /usr/bin/python3 -c 'b=bytearray(50<<20)'
+	top=$("$FLTRACE" report -i "$dir" --top 1 2>/dev/null | sed -n 3p | awk '{ print $1, $3, $4 }')
+	case "$top" in
+	"12800 write zero" | "12801 write zero") pass learning_run_bytearray_first_touches ;;
+	*) fail learning_run_bytearray_first_touches "biggest row: '$top', expected 12800 or 12801 first-touch writes" ;;
+	esac
+	expect_stat learning_run_nothing_evicted "$dir" evict_pages_done -eq 0
+	expect_stat learning_run_no_refetch "$dir" faults_refetch -eq 0
+	# -L alone: -M is the machine's memory, and the summary says so
+	expect_summary L_alone_summary "^fltrace: recorded [0-9]+ faults in 1 process \(-M not given: the machine's [0-9]+\.[0-9] MB; peak" \
+		-L 16 -o "$TMP/L-alone" -- true
 else
 	skip summary_line "no permission for userfaultfd here"
 fi

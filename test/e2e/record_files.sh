@@ -7,7 +7,6 @@ if ! have_uffd; then
 	exit 0
 fi
 PY=/usr/bin/python3
-SAME_OUTPUT_TIMEOUT=300
 
 
 # file_faults DIR: faults of kind file in the trace(s), summed from the report's CSV

@@ -7,7 +7,6 @@ if ! have_uffd; then
 	exit 0
 fi
 PY=/usr/bin/python3 # Debian's interpreter, not a pyenv shim
-SAME_OUTPUT_TIMEOUT=300
 
 # files_view DIR: the report's files view (file,offset_start,offset_end,pages,faults,first_s,order)
 files_view() {

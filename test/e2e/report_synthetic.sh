@@ -40,6 +40,16 @@ case "$(csvget "$R" 2 functions)" in
 esac
 expect_eq report_nostack_row "row without stack" "|1|1|refetch" \
 	"$(csvget "$R" 3 ips)|$(csvget "$R" 3 count)|$(csvget "$R" 3 nostack)|$(csvget "$R" 3 kind)"
+# faults without a stack: one line on stderr, with the runtime's reasons when its stats file is there
+total=0; for i in 0 1 2 3 4 5 6 7; do c=$(csvget "$R" $i count); [ "$c" = "<no row>" ] || total=$((total + c)); done
+expect_eq report_nostack_note "stderr of report" \
+	"fltrace: report: pid 1000: 1 of $total faults have no stack" "$(printf '%s\n' "$out" | grep 'no stack')"
+echo "1700000000,faults:$total,faults_nostack:1,faults_nostack_blocked:0,faults_nostack_moved:0,faults_nostack_unwind:1,faults_nostack_gone:0,faults_nostack_state:0" \
+	> "$D/fltrace-data-stats-1000.out"
+expect_eq report_nostack_why "stderr of report with the stats file" \
+	"fltrace: report: pid 1000: 1 of $total faults have no stack (1: unwinding found no frame)" \
+	"$("$FLTRACE" report -i "$D" --top 1 2>&1 >/dev/null | grep 'no stack')"
+rm -f "$D/fltrace-data-stats-1000.out"
 expect_eq report_syscall_row "fault inside read(2)" "syscall|read|write|$SRC:$line_b<//>$SRC:$line_c" \
 	"$(csvget "$R" 4 origin)|$(csvget "$R" 4 syscall)|$(csvget "$R" 4 op)|$(csvget "$R" 4 code)"
 if [ -n "$libm" ]; then

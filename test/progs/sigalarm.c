@@ -31,7 +31,7 @@ int main(int argc, char **argv)
 	unsigned long acc = 0;
 	for (int i = 0; i < n; i++) {
 		char *p = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		p[4096] = (char)i;
+		p[4096] = (char)i; /* SIGALARM-TOUCH */
 		acc = mix(acc + (unsigned char)p[4096]);
 		munmap(p, 1 << 16);
 	}
