@@ -365,7 +365,7 @@ static __attribute__((noreturn)) void handler_die_file(uintptr_t addr, int err)
 	rt_die("file mapping", why, "check the file is still readable (the kernel would raise SIGBUS here)");
 }
 
-/* CLOCK's probation: the page is still local memory; it comes back without a recorded fault
+/* Probation (clock, sfifo): the page is still local memory; it comes back without a recorded fault
  * (a real far-memory system would have found it resident), which marks it as in use. */
 static bool fault_serve_soft(uintptr_t addr, int fd)
 {
@@ -384,7 +384,7 @@ static bool fault_serve_soft(uintptr_t addr, int fd)
 	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT);
 	atomic_fetch_sub(&rt.stats.inactive_pages, 1);
 	atomic_fetch_add(&rt.stats.faults_soft, 1);
-	evict_note_present(addr, pg);
+	evict_note_touched(addr, pg);
 	return true;
 }
 
@@ -554,7 +554,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	uint64_t arrival = rt_now_ns();
-	if (rt.cfg.policy == FLTRACE_POLICY_CLOCK) {
+	if (evict_has_probation()) {
 		rt_lock();
 		bool soft = fault_serve_soft(addr, fd);
 		rt_unlock();

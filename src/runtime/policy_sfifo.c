@@ -1,0 +1,70 @@
+/* sfifo: segmented FIFO (VMS's), probation only for the pages next to go, its size adapted so that
+ * the recency it buys never costs more than a soft fault per ten pages brought in. */
+#include "policy.h"
+
+/* Soft faults allowed per page brought in, as 1/SFIFO_SOFT_SHARE; the window halves past it and
+ * doubles below half of it. */
+#define SFIFO_SOFT_SHARE 10
+
+static struct {
+	struct policy_segments seg;
+	uint64_t window, window_max; /* pages left on probation after a round */
+	uint64_t epoch;              /* pages brought in per adjustment of the window */
+	uint64_t in, soft;           /* pages brought in and soft faults in this epoch */
+	unsigned batch;
+} sf;
+
+static int sfifo_init(const struct policy_limits *lim)
+{
+	sf.batch = lim->batch;
+	sf.window_max = lim->cap_pages / 4;
+	sf.window = sf.batch < sf.window_max ? sf.batch : sf.window_max;
+	sf.epoch = lim->cap_pages / 2 > 256 ? lim->cap_pages / 2 : 256;
+	sf.in = sf.soft = 0;
+	return segments_init(&sf.seg, lim);
+}
+
+/* Once an epoch: a window whose soft faults went past their share shrinks, one well within it grows. */
+static void sfifo_adapt(void)
+{
+	if (sf.in < sf.epoch)
+		return;
+	if (sf.soft * SFIFO_SOFT_SHARE > sf.in)
+		sf.window /= 2;
+	else if (sf.soft * SFIFO_SOFT_SHARE * 2 < sf.in)
+		sf.window = sf.window ? (sf.window * 2 < sf.window_max ? sf.window * 2 : sf.window_max) :
+					(sf.batch < sf.window_max ? sf.batch : sf.window_max);
+	sf.in = sf.soft = 0;
+}
+
+static void sfifo_page_in(uintptr_t page, uint32_t *pg)
+{
+	sf.in++;
+	segments_page_in(&sf.seg, page, pg);
+	sfifo_adapt();
+}
+
+static void sfifo_page_touched(uintptr_t page, uint32_t *pg)
+{
+	sf.soft++;
+	segments_page_in(&sf.seg, page, pg);
+}
+
+static void sfifo_on_probation(uintptr_t page, uint32_t *pg)
+{
+	segments_on_probation(&sf.seg, page, pg);
+}
+
+static unsigned sfifo_evict(uint64_t want)
+{
+	return segments_evict(&sf.seg, want, sf.window + want);
+}
+
+const struct policy_ops policy_sfifo = {
+	.init = sfifo_init,
+	.page_in = sfifo_page_in,
+	.page_touched = sfifo_page_touched,
+	.page_on_probation = sfifo_on_probation,
+	.evict = sfifo_evict,
+	.probation = true,
+};
