@@ -112,6 +112,12 @@ $(B)/test/unit/%: test/unit/%.c $(ANALYSIS_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TOOL) -o $@ $< $(ANALYSIS_OBJ) $(COMMON_OBJ) $(TOOL_LIBS)
 
+# The policies run outside a traced process too: their unit test links them with a simulated memory.
+POLICY_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard src/runtime/policy*.c))
+$(B)/test/unit/test_policy: test/unit/test_policy.c $(POLICY_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TOOL) -Isrc/runtime -o $@ $< $(POLICY_OBJ) $(COMMON_OBJ)
+
 unit-test: $(UNIT_BIN)
 
 ifeq ($(SAN),)

@@ -5,13 +5,13 @@
 
 static struct {
 	struct policy_segments seg;
-	uint64_t target; /* pages on probation before a round evicts */
+	uint64_t window; /* pages left on probation after a round */
 } clk;
 
 static int clock_init(const struct policy_limits *lim)
 {
 	/* A page untouched while a quarter of local memory went by goes. */
-	clk.target = lim->cap_pages / 4 > lim->batch ? lim->cap_pages / 4 : lim->batch;
+	clk.window = lim->cap_pages / 4 ? lim->cap_pages / 4 : 1;
 	return segments_init(&clk.seg, lim);
 }
 
@@ -27,7 +27,7 @@ static void clock_on_probation(uintptr_t page, uint32_t *pg)
 
 static unsigned clock_evict(uint64_t want)
 {
-	return segments_evict(&clk.seg, want, clk.target);
+	return segments_evict(&clk.seg, want, clk.window + want);
 }
 
 const struct policy_ops policy_clock = {

@@ -17,7 +17,7 @@ static struct {
 static int sfifo_init(const struct policy_limits *lim)
 {
 	sf.batch = lim->batch;
-	sf.window_max = lim->cap_pages / 4;
+	sf.window_max = lim->cap_pages / 4 ? lim->cap_pages / 4 : 1;
 	sf.window = sf.batch < sf.window_max ? sf.batch : sf.window_max;
 	sf.epoch = lim->cap_pages / 2 > 256 ? lim->cap_pages / 2 : 256;
 	sf.in = sf.soft = 0;
@@ -48,6 +48,11 @@ static void sfifo_page_touched(uintptr_t page, uint32_t *pg)
 {
 	sf.soft++;
 	segments_page_in(&sf.seg, page, pg);
+	/* The epoch's budget is spent already: shrink now rather than at its end. */
+	if (sf.soft * SFIFO_SOFT_SHARE > sf.epoch) {
+		sf.window /= 2;
+		sf.in = sf.soft = 0;
+	}
 }
 
 static void sfifo_on_probation(uintptr_t page, uint32_t *pg)
