@@ -5,6 +5,13 @@ PREFIX ?= /usr/local
 SAN ?=
 CC ?= cc
 
+# DEBUG=1: internal checks stop the run (an illegal page-state change, for one) instead of being
+# counted; its own object tree, build-debug.
+DEBUG ?=
+ifneq ($(DEBUG),)
+BUILD ?= build-debug
+DEBUGFLAGS := -DFLTRACE_DEBUG
+endif
 # BUILD names the object tree; parallel work trees of developers can each take their own.
 ifeq ($(SAN),)
 BUILD ?= build
@@ -16,7 +23,7 @@ endif
 B := $(BUILD)
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
-CFLAGS_COMMON := -std=gnu11 -O2 -g $(WARN) -Iinc -D_GNU_SOURCE
+CFLAGS_COMMON := -std=gnu11 -O2 -g $(WARN) -Iinc -D_GNU_SOURCE $(DEBUGFLAGS)
 CFLAGS_TOOL := $(CFLAGS_COMMON) $(SANFLAGS)
 # The runtime lives inside the traced program: no sanitizers, hidden symbols, PIC.
 CFLAGS_RT := $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -fno-omit-frame-pointer -ftls-model=initial-exec
@@ -112,6 +119,13 @@ $(B)/test/unit/%: test/unit/%.c $(ANALYSIS_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TOOL) -o $@ $< $(ANALYSIS_OBJ) $(COMMON_OBJ) $(TOOL_LIBS)
 
+# Unit tests of runtime modules link the module itself, built like the tools (sanitizers apply).
+RUNTIME_UNIT_MODS := pagestate
+$(foreach m,$(RUNTIME_UNIT_MODS),$(eval $(B)/test/unit/test_$(m): $(B)/obj/src/runtime/$(m).o))
+$(foreach m,$(RUNTIME_UNIT_MODS),$(B)/test/unit/test_$(m)): $(B)/test/unit/test_%: test/unit/test_%.c $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TOOL) -o $@ $< $(B)/obj/src/runtime/$*.o $(COMMON_OBJ) $(TOOL_LIBS)
+
 # The policies run outside a traced process too: their unit test links them with a simulated memory.
 POLICY_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard src/runtime/policy*.c))
 $(B)/test/unit/test_policy: test/unit/test_policy.c $(POLICY_OBJ) $(COMMON_OBJ)
@@ -141,6 +155,6 @@ install: all
 	install -m 755 $(PRELOAD_LIB) $(DESTDIR)$(PREFIX)/lib/fltrace/libfltrace.so
 
 clean:
-	rm -rf build build-san fltrace
+	rm -rf build build-san build-debug fltrace
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -41,15 +41,12 @@ bool evict_has_probation(void)
 
 uint64_t evict_probation_pages(void)
 {
-	return atomic_load(&rt.stats.inactive_pages);
+	return pagestate_inactive();
 }
 
 void evict_note_present(uintptr_t page, uint32_t *pg)
 {
 	ev.policy->page_in(page, pg);
-	uint64_t res = atomic_load(&rt.stats.resident_pages);
-	if (res > atomic_load(&rt.stats.resident_peak_pages))
-		atomic_store(&rt.stats.resident_peak_pages, res);
 }
 
 void evict_note_touched(uintptr_t page, uint32_t *pg)
@@ -73,13 +70,10 @@ static bool page_is_present(uintptr_t page)
 static void page_moved_out(uintptr_t page, uint32_t slot, bool probation)
 {
 	uint32_t *pg = region_page(page);
-	*pg = pg_with_state(pg_with_slot(*pg, slot), probation ? PAGE_INACTIVE : PAGE_EVICTED) & ~PG_QUEUED;
+	pagestate_set(page, pg, probation ? PAGE_INACTIVE : PAGE_EVICTED, slot, probation ? PS_PROBATION : PS_EVICT);
 	if (probation) {
-		atomic_fetch_add(&rt.stats.inactive_pages, 1);
 		ev.policy->page_on_probation(page, pg);
 	} else {
-		atomic_fetch_sub(&rt.stats.resident_pages, 1);
-		stats_far_add(1);
 		if (*pg & PG_FILE)
 			atomic_fetch_add(&rt.stats.evict_file_moved, 1);
 	}
@@ -91,9 +85,8 @@ static unsigned evict_drop_clean(uintptr_t first, unsigned n)
 {
 	syscall(SYS_madvise, first, (size_t)n << rt.page_shift, MADV_DONTNEED);
 	for (unsigned i = 0; i < n; i++) {
-		uint32_t *pg = region_page(first + ((uintptr_t)i << rt.page_shift));
-		*pg = pg_with_state(*pg, PAGE_EMPTY) & ~(PG_QUEUED | PG_CLEAN);
-		atomic_fetch_sub(&rt.stats.resident_pages, 1);
+		uintptr_t page = first + ((uintptr_t)i << rt.page_shift);
+		pagestate_set(page, region_page(page), PAGE_EMPTY, 0, PS_DROP_CLEAN);
 	}
 	atomic_fetch_add(&rt.stats.evict_file_dropped, n);
 	return n;
@@ -147,9 +140,9 @@ static unsigned move_out_pagewise(const uintptr_t *pages, unsigned n, bool proba
 			done++;
 		} else if (err == -ENOENT) {
 			/* Gone behind our back (a raw madvise): it reads back as zeros, as the kernel's would. */
-			*pg = pg_with_state(*pg, PAGE_EMPTY) & ~PG_QUEUED;
-			atomic_fetch_sub(&rt.stats.resident_pages, 1);
+			pagestate_set(page, pg, PAGE_EMPTY, 0, PS_GONE);
 		} else {
+			pagestate_note_failure(page, pg, probation ? PS_PROBATION : PS_EVICT, err);
 			if (err == -ENOSPC)
 				ev.far_full = true;
 			else
@@ -207,34 +200,31 @@ void evict_probation_end(uintptr_t page)
 {
 	uint32_t *pg = region_page(page);
 	RT_BUG_ON(!pg || pg_state(*pg) != PAGE_INACTIVE);
-	atomic_fetch_sub(&rt.stats.inactive_pages, 1);
-	atomic_fetch_sub(&rt.stats.resident_pages, 1);
 	atomic_fetch_add(&rt.stats.evict_pages, 1);
 	if (*pg & PG_CLEAN) { /* the file has it: its far copy goes, the next fault reads the file */
 		farmem_free(pg_slot(*pg));
-		*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_EMPTY) & ~(PG_CLEAN | PG_QUEUED);
+		pagestate_set(page, pg, PAGE_EMPTY, 0, PS_DROP_CLEAN);
 		atomic_fetch_add(&rt.stats.evict_file_dropped, 1);
 		return;
 	}
-	*pg = pg_with_state(*pg, PAGE_EVICTED) & ~PG_QUEUED;
-	stats_far_add(1);
+	pagestate_set(page, pg, PAGE_EVICTED, pg_slot(*pg), PS_PROBATION_END);
 	if (*pg & PG_FILE)
 		atomic_fetch_add(&rt.stats.evict_file_moved, 1);
 }
 
 static bool far_has_room(uint64_t pages)
 {
-	return atomic_load(&rt.stats.far_pages) + pages <= ev.far_limit;
+	return pagestate_far() + pages <= ev.far_limit;
 }
 
 int evict_make_room(unsigned need)
 {
-	if (atomic_load(&rt.stats.resident_pages) + need <= ev.cap_pages)
+	if (pagestate_resident() + need <= ev.cap_pages)
 		return 0;
 	uint64_t target = ev.cap_pages > need + ev.batch - 1 ? ev.cap_pages - need - (ev.batch - 1) : 0;
 	unsigned idle_rounds = 0;
-	while (atomic_load(&rt.stats.resident_pages) > target && idle_rounds < 4) {
-		uint64_t want = atomic_load(&rt.stats.resident_pages) - target;
+	while (pagestate_resident() > target && idle_rounds < 4) {
+		uint64_t want = pagestate_resident() - target;
 		if (!far_has_room(want < ev.batch ? want : ev.batch)) {
 			ev.far_full = true;
 			break;
@@ -244,8 +234,8 @@ int evict_make_room(unsigned need)
 		if (ev.far_full)
 			break;
 	}
-	if (ev.far_full && atomic_load(&rt.stats.resident_pages) + need > ev.cap_pages)
+	if (ev.far_full && pagestate_resident() + need > ev.cap_pages)
 		return -ENOSPC;
 	ev.far_full = false;
-	return atomic_load(&rt.stats.resident_pages) + need <= ev.cap_pages ? 0 : -EAGAIN;
+	return pagestate_resident() + need <= ev.cap_pages ? 0 : -EAGAIN;
 }

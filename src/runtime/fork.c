@@ -33,10 +33,7 @@ static void fork_on_sigbus(int sig, siginfo_t *si, void *uc)
 	uintptr_t page = (uintptr_t)si->si_addr & ~((uintptr_t)rt.page_size - 1);
 	uint32_t *pg = fw.uffd >= 0 ? region_page(page) : NULL;
 	if (pg && pg_state(*pg) == PAGE_INACTIVE) { /* on probation: still local, its data in a slot */
-		*pg = pg_with_state(*pg, PAGE_EVICTED);
-		atomic_fetch_sub(&rt.stats.inactive_pages, 1);
-		atomic_fetch_sub(&rt.stats.resident_pages, 1);
-		stats_far_add(1);
+		pagestate_set(page, pg, PAGE_EVICTED, pg_slot(*pg), PS_FORK_WINDOW);
 	}
 	if (pg && pg_state(*pg) != PAGE_PRESENT) {
 		uint8_t kind;
@@ -121,13 +118,8 @@ void rt_fork_child_late(void)
 	rt.loader_uffd = -1;
 	rt_fd_close(rt.far_uffd);
 	threads_forget_all();
-	struct rt_stats keep = rt.stats;
 	memset(&rt.stats, 0, sizeof(rt.stats)); /* the child's own counts start now */
-	atomic_store(&rt.stats.resident_pages, atomic_load(&keep.resident_pages));
-	atomic_store(&rt.stats.resident_peak_pages, atomic_load(&keep.resident_pages));
-	atomic_store(&rt.stats.inactive_pages, atomic_load(&keep.inactive_pages));
-	atomic_store(&rt.stats.far_pages, atomic_load(&keep.far_pages));
-	atomic_store(&rt.stats.far_peak_pages, atomic_load(&keep.far_pages));
+	pagestate_fork_child();                  /* its pages are the parent's: counts kept */
 	trace_close_inherited();
 	maps_fork_child();
 	rt_start_process();

@@ -374,15 +374,15 @@ static bool fault_serve_soft(uintptr_t addr, int fd)
 		return false;
 	uint32_t slot = pg_slot(*pg);
 	int err = uffd_copy(fd, addr, farmem_addr(slot), rt.page_size, true);
-	if (err == -EAGAIN) { /* an mremap's event is pending on the fd: the thread faults again */
+	if (err < 0 && err != -EEXIST) {
+		/* Not in place (EAGAIN: an mremap's event is pending on the fd): the page stays on
+		 * probation with its far copy, and the thread, woken, faults again. */
+		pagestate_note_failure(addr, pg, PS_SOFT, err);
 		uffd_wake(fd, addr, rt.page_size);
 		return true;
 	}
-	if (err < 0 && err != -EEXIST)
-		uffd_wake(fd, addr, rt.page_size);
 	farmem_free(slot);
-	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT);
-	atomic_fetch_sub(&rt.stats.inactive_pages, 1);
+	pagestate_set(addr, pg, PAGE_PRESENT, 0, PS_SOFT);
 	atomic_fetch_add(&rt.stats.faults_soft, 1);
 	evict_note_touched(addr, pg);
 	return true;
@@ -408,17 +408,20 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
 		*region = r->id;
 	}
 	int err = uffd_copy(fd, addr, src, rt.page_size, wake);
-	if (err < 0 && err != -EEXIST)
-		return err; /* ENOENT/ESRCH: the mapping or the process went away meanwhile */
-	if (evicted) {
-		farmem_free(slot);
-		stats_far_add(-1);
+	enum ps_why why = evicted ? PS_REFETCH : from_file ? PS_FILL_FILE : PS_FILL_ZERO;
+	if (err < 0 && err != -EEXIST) {
+		/* ENOENT/ESRCH: the mapping or the process went away meanwhile. Nothing changed: the
+		 * page keeps its far copy, and its next fault tries again. */
+		pagestate_note_failure(addr, pg, why, err);
+		return err;
 	}
-	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT) & ~PG_CLEAN;
+	if (evicted)
+		farmem_free(slot);
+	pagestate_set(addr, pg, PAGE_PRESENT, 0, why);
 	/* Clean until it could be written: a page of a writable mapping may change without a fault. */
+	*pg &= ~PG_CLEAN;
 	if (from_file && !(*pg & PG_WRITABLE))
 		*pg |= PG_CLEAN;
-	atomic_fetch_add(&rt.stats.resident_pages, 1);
 	evict_note_present(addr, pg);
 	return err;
 }

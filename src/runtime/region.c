@@ -64,32 +64,23 @@ static int region_alloc_pages(struct region *r)
 	return r->pages ? 0 : -ENOMEM;
 }
 
-/* Releases what a page holds: its far slot, its place in the resident count. */
-static void page_release(uint32_t *pg)
+/* Releases what a page holds: its far slot, its place in the resident count. A file page emptied
+ * reads the file again on its next fault, as after the kernel's MADV_DONTNEED of a private file
+ * mapping. */
+static void page_release(uintptr_t page, uint32_t *pg)
 {
-	switch (pg_state(*pg)) {
-	case PAGE_EVICTED:
+	unsigned s = pg_state(*pg);
+	if (s == PAGE_EMPTY)
+		return;
+	if (s == PAGE_EVICTED || s == PAGE_INACTIVE)
 		farmem_free(pg_slot(*pg));
-		stats_far_add(-1);
-		break;
-	case PAGE_INACTIVE:
-		farmem_free(pg_slot(*pg));
-		atomic_fetch_sub(&rt.stats.inactive_pages, 1);
-		atomic_fetch_sub(&rt.stats.resident_pages, 1);
-		break;
-	case PAGE_PRESENT:
-		atomic_fetch_sub(&rt.stats.resident_pages, 1);
-		break;
-	}
-	/* A file page emptied reads the file again on its next fault, as after the kernel's
-	 * MADV_DONTNEED of a private file mapping. */
-	*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_EMPTY) & ~PG_CLEAN;
+	pagestate_set(page, pg, PAGE_EMPTY, 0, PS_RELEASE);
 }
 
 static void region_release_range(struct region *r, uintptr_t start, uintptr_t end)
 {
 	for (uintptr_t a = start; a < end; a += rt.page_size)
-		page_release(&r->pages[(a - r->start) >> rt.page_shift]);
+		page_release(a, &r->pages[(a - r->start) >> rt.page_shift]);
 }
 
 static int region_insert_at(size_t i, const struct region *r)
@@ -259,9 +250,9 @@ void region_remap(uintptr_t old, size_t oldlen, uintptr_t new_, size_t newlen)
 	for (size_t i = 0; i < npages; i++) {
 		uint32_t *pg = i < (keep >> rt.page_shift) ? region_page(old + (i << rt.page_shift)) : NULL;
 		if (pg) {
-			r.pages[i] = *pg;
 			fill = *pg & (PG_WRITABLE | PG_READABLE | PG_FILE);
-			*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_EMPTY); /* moved, not released */
+			/* moved, not released */
+			pagestate_move(old + (i << rt.page_shift), pg, new_ + (i << rt.page_shift), &r.pages[i]);
 		} else {
 			r.pages[i] = fill;
 		}
@@ -294,8 +285,7 @@ static void region_adopt_resident(struct region *r)
 	if (syscall(SYS_mincore, r->start, r->end - r->start, vec) == 0)
 		for (size_t p = 0; p < n; p++)
 			if ((vec[p] & 1) && pg_state(r->pages[p]) == PAGE_EMPTY) {
-				r->pages[p] = pg_with_state(r->pages[p], PAGE_PRESENT);
-				atomic_fetch_add(&rt.stats.resident_pages, 1);
+				pagestate_set(r->start + (p << rt.page_shift), &r->pages[p], PAGE_PRESENT, 0, PS_ADOPT);
 				evict_note_present(r->start + (p << rt.page_shift), &r->pages[p]);
 			}
 	rt_unmap(vec, n);
@@ -333,13 +323,7 @@ void region_restore_evicted(void)
 			if (ro)
 				syscall(SYS_mprotect, dst, rt.page_size, PROT_READ);
 			farmem_free(pg_slot(*pg));
-			*pg = pg_with_state(pg_with_slot(*pg, 0), PAGE_PRESENT) & ~PG_QUEUED;
-			if (st == PAGE_EVICTED) {
-				stats_far_add(-1);
-				atomic_fetch_add(&rt.stats.resident_pages, 1);
-			} else {
-				atomic_fetch_sub(&rt.stats.inactive_pages, 1);
-			}
+			pagestate_set((uintptr_t)dst, pg, PAGE_PRESENT, 0, PS_FORK_RESTORE);
 			evict_note_present((uintptr_t)dst, pg);
 		}
 	}

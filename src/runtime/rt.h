@@ -14,6 +14,7 @@
 
 #include "fltrace/config.h"
 #include "fltrace/trace_format.h"
+#include "pagestate.h"
 
 #define RT_HIDDEN __attribute__((visibility("hidden")))
 #define RT_MAX_HANDLERS 16
@@ -52,27 +53,6 @@ int uffd_wake(int fd, uintptr_t start, size_t len);
 /* Moves pages out atomically (no write can be lost); returns bytes moved or -errno. */
 long uffd_move(int fd, uintptr_t dst, uintptr_t src, size_t len);
 
-/* ---- page states (region.c): one 32-bit word per tracked page ---- */
-/* EMPTY reads as zeros; PRESENT is mapped; EVICTED's data is in its far slot; INACTIVE's too, but it
- * still counts as local memory (CLOCK's probation: a touch brings it back without a recorded fault). */
-enum page_state { PAGE_EMPTY = 0, PAGE_PRESENT = 1, PAGE_EVICTED = 2, PAGE_INACTIVE = 3 };
-#define PG_STATE_MASK 0x3u
-#define PG_QUEUED 0x4u   /* in the resident ring */
-#define PG_READABLE 0x8u /* the program's protection allows reads */
-#define PG_WRITABLE 0x10u /* the program's protection allows writes */
-#define PG_FILE 0x20u     /* in a file region: an empty page is filled from the file */
-#define PG_CLEAN 0x40u    /* a present file page equal to the file's data: dropped, not moved */
-#define PG_SLOT_SHIFT 7
-#define PG_SLOT_MAX ((1u << (32 - PG_SLOT_SHIFT)) - 1)
-
-static inline unsigned pg_state(uint32_t w) { return w & PG_STATE_MASK; }
-static inline uint32_t pg_slot(uint32_t w) { return w >> PG_SLOT_SHIFT; }
-static inline uint32_t pg_with_state(uint32_t w, unsigned s) { return (w & ~PG_STATE_MASK) | s; }
-static inline uint32_t pg_with_slot(uint32_t w, uint32_t slot)
-{
-	return (w & ((1u << PG_SLOT_SHIFT) - 1)) | (slot << PG_SLOT_SHIFT);
-}
-
 struct region {
 	uintptr_t start, end;
 	uint32_t *pages; /* one word per page, raw mmap (never program-visible memory) */
@@ -97,7 +77,7 @@ void region_remove(uintptr_t start, size_t len);          /* forget (unmapped) *
 void region_zap(uintptr_t start, size_t len);             /* data gone: reads back zeros */
 void region_protect(uintptr_t start, size_t len, int prot);
 void region_remap(uintptr_t old, size_t oldlen, uintptr_t new_, size_t newlen);
-uint32_t *region_page(uintptr_t addr);                    /* NULL if untracked */
+uint32_t *region_page(uintptr_t addr);                    /* NULL if untracked; state: pagestate.h */
 int region_register_all(int fd, int loader_fd);           /* at start-up and after fork */
 void region_restore_evicted(void);                        /* fork child: copy far pages in */
 uint64_t region_tracked_bytes(void);
@@ -217,8 +197,7 @@ struct rt_stats {
 		faults_syscall, faults_nostack, faults_sampled_out, faults_dup, faults_self, stacks_cut;
 	_Atomic uint64_t evict_ops, evict_pages, evict_fallback, evict_failed;
 	_Atomic uint64_t evict_file_dropped, evict_file_moved; /* clean file pages dropped, written ones moved */
-	_Atomic uint64_t resident_pages, resident_peak_pages; /* local: present + inactive */
-	_Atomic uint64_t inactive_pages, far_pages, far_peak_pages, faults_soft;
+	_Atomic uint64_t faults_soft; /* resident, probation and far counts: pagestate.h */
 	_Atomic uint64_t untracked_map_bytes, untracked_maps;
 	_Atomic uint64_t file_map_bytes, file_maps;       /* private file mappings emulated (tracked) */
 	_Atomic uint64_t untracked_shared_file_bytes, untracked_shared_file_maps;
@@ -226,7 +205,6 @@ struct rt_stats {
 	_Atomic uint64_t untracked_loader_file_bytes, untracked_loader_file_maps; /* ... and left alone */
 };
 int stats_start(void);
-void stats_far_add(int64_t pages); /* evicted pages, with the peak */
 void stats_write_line(void);
 void stats_stop(void);
 

@@ -270,7 +270,7 @@ void rt_start_process(void)
 	/* Pages touched before tracking began (jemalloc's start) may exceed -L: from now on, they
 	 * may not. The peak counts from here. */
 	evict_make_room(0);
-	atomic_store(&rt.stats.resident_peak_pages, atomic_load(&rt.stats.resident_pages));
+	pagestate_peaks_restart();
 	rt_unlock();
 	if (err < 0)
 		rt_die("userfaultfd", "cannot register the program's memory", "report this as a bug");

@@ -65,7 +65,8 @@ void stats_write_line(void)
 	struct fmt f;
 	uint64_t hwm, rss, ps = rt.page_size;
 	stats_read_status(&hwm, &rss);
-	uint64_t resident = atomic_load(&s->resident_pages) * ps;
+	const struct pagestate_counts *pc = &pagestate_counts;
+	uint64_t resident = atomic_load(&pc->resident) * ps;
 	fmt_init(&f, buf, sizeof(buf));
 	fmt_u64(&f, rt_now_ns() / 1000000000ull);
 	kv(&f, "faults", atomic_load(&s->faults));
@@ -90,15 +91,17 @@ void stats_write_line(void)
 	kv(&f, "evict_file_moved", atomic_load(&s->evict_file_moved));
 	kv(&f, "memory_used", resident);
 	kv(&f, "resident_bytes", resident);
-	kv(&f, "resident_peak_bytes", atomic_load(&s->resident_peak_pages) * ps);
-	kv(&f, "inactive_bytes", atomic_load(&s->inactive_pages) * ps);
-	kv(&f, "far_bytes", atomic_load(&s->far_pages) * ps);
-	kv(&f, "far_peak_bytes", atomic_load(&s->far_peak_pages) * ps);
+	kv(&f, "resident_peak_bytes", atomic_load(&pc->resident_peak) * ps);
+	kv(&f, "inactive_bytes", atomic_load(&pc->inactive) * ps);
+	kv(&f, "far_bytes", atomic_load(&pc->far) * ps);
+	kv(&f, "far_peak_bytes", atomic_load(&pc->far_peak) * ps);
+	kv(&f, "page_state_illegal", atomic_load(&pc->illegal));
+	kv(&f, "faults_stuck", atomic_load(&pc->stuck));
 	kv(&f, "tracked_bytes", region_tracked_bytes());
 	/* The far store lives in the process too (evicted pages and clock's probation): not the
 	 * program's untracked memory. What is left: stacks, static data, code, shared and file
 	 * mappings, and fltrace's own small bookkeeping. */
-	uint64_t far_held = (atomic_load(&s->far_pages) + atomic_load(&s->inactive_pages)) * ps;
+	uint64_t far_held = (atomic_load(&pc->far) + atomic_load(&pc->inactive)) * ps;
 	uint64_t ours = resident + far_held;
 	kv(&f, "untracked_rss_bytes", rss > ours ? rss - ours : 0);
 	kv(&f, "untracked_map_bytes", atomic_load(&s->untracked_map_bytes));
@@ -183,11 +186,4 @@ void stats_stop(void)
 	atomic_store(&st.stop, 1);
 	/* Not joined: at exit the thread may be blocked; one last line comes from the caller. */
 	stats_write_line();
-}
-
-void stats_far_add(int64_t pages)
-{
-	uint64_t now = atomic_fetch_add(&rt.stats.far_pages, (uint64_t)pages) + (uint64_t)pages;
-	if (pages > 0 && now > atomic_load(&rt.stats.far_peak_pages))
-		atomic_store(&rt.stats.far_peak_pages, now);
 }

@@ -11,6 +11,13 @@
 struct rt rt;
 static int failures;
 
+/* The simulated memory plays pagestate.c's part too: a state change keeps the flags, clears the
+ * queue bit (as pagestate_set does: any queue entry is stale from then on). */
+static uint32_t sim_with_state(uint32_t w, unsigned s)
+{
+	return (w & ~(PG_STATE_MASK | PG_QUEUED)) | s;
+}
+
 /* ---- the simulated memory: pages BASE + i * PAGE, one state word each ---- */
 #define SIM_PAGES 4096
 #define PAGE 4096ul
@@ -60,7 +67,7 @@ unsigned evict_out(uintptr_t *pages, unsigned n, bool probation)
 		uint32_t *pg = region_page(pages[i]);
 		if (pg_state(*pg) != PAGE_PRESENT)
 			rt_die_bug(__FILE__, __LINE__, "a victim that is not resident");
-		*pg = pg_with_state(*pg, probation ? PAGE_INACTIVE : PAGE_EVICTED) & ~PG_QUEUED;
+		*pg = sim_with_state(*pg, probation ? PAGE_INACTIVE : PAGE_EVICTED);
 		if (probation) {
 			sim.probation++;
 			sim.ops->page_on_probation(pages[i], pg);
@@ -77,7 +84,7 @@ void evict_probation_end(uintptr_t page)
 	uint32_t *pg = region_page(page);
 	if (pg_state(*pg) != PAGE_INACTIVE)
 		rt_die_bug(__FILE__, __LINE__, "probation ended for a page not on probation");
-	*pg = pg_with_state(*pg, PAGE_EVICTED) & ~PG_QUEUED;
+	*pg = sim_with_state(*pg, PAGE_EVICTED);
 	sim.probation--;
 	sim.resident--;
 	sim_left(page);
@@ -120,7 +127,7 @@ static void sim_touch(unsigned page)
 	case PAGE_PRESENT:
 		return;
 	case PAGE_INACTIVE:
-		*pg = pg_with_state(*pg, PAGE_PRESENT);
+		*pg = sim_with_state(*pg, PAGE_PRESENT);
 		sim.probation--;
 		sim.soft++;
 		sim.ops->page_touched(addr_of(page), pg);
@@ -128,7 +135,7 @@ static void sim_touch(unsigned page)
 	default:
 		sim.faults++;
 		sim_make_room();
-		*pg = pg_with_state(*pg, PAGE_PRESENT);
+		*pg = sim_with_state(*pg, PAGE_PRESENT);
 		sim.resident++;
 		sim.ops->page_in(addr_of(page), pg);
 	}
@@ -275,7 +282,7 @@ static void check_stale_entries(void)
 						sim.probation--;
 					if (pg_state(*pg) != PAGE_EMPTY)
 						sim.resident--;
-					*pg = pg_with_state(*pg, PAGE_EMPTY);
+					*pg = sim_with_state(*pg, PAGE_EMPTY);
 				}
 			}
 		unsigned wrong = 0;
