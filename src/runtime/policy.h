@@ -66,19 +66,21 @@ uint32_t *policy_page_live(uintptr_t page, unsigned state);
 /* Room for every page -M allows (a fork child holds them all for a moment), stale ones too. */
 uint64_t policy_queue_room(const struct policy_limits *lim);
 
-#endif
+uintptr_t policy_queue_take(void *q);               /* policy_queue_pop, for policy_evict_taken */
+/* Takes pages from `take` (0: none left) up to `want` (at most POLICY_BATCH_MAX) and moves them out
+ * with evict_out; returns how many moved. */
+unsigned policy_evict_taken(uintptr_t (*take)(void *from), void *from, uint64_t want, bool probation);
 
 /* ---- segmented FIFO: an active queue, and a probation queue of the pages next to go ---- */
 /* A page comes in at the young end of the active queue; the oldest active pages are put on
  * probation; a touch there brings the page back (a soft fault) to the young end; a page that
- * reaches the old end of probation untouched is evicted. clock and sfifo are this, with
- * different probation sizes. (policy_queue.c) */
-struct policy_segments {
-	struct policy_queue active, probation;
-};
-int segments_init(struct policy_segments *s, const struct policy_limits *lim);
-void segments_page_in(struct policy_segments *s, uintptr_t page, uint32_t *pg);
-void segments_on_probation(struct policy_segments *s, uintptr_t page, uint32_t *pg);
-/* Fills probation up to `target` pages from the old end of the active queue, then evicts up to
- * `want` of its oldest pages. */
-unsigned segments_evict(struct policy_segments *s, uint64_t want, uint64_t target);
+ * reaches the old end of probation untouched is evicted. clock and sfifo are this, with different
+ * probation windows; one process runs one policy, so the pair of queues is one (policy_queue.c). */
+int segments_init(const struct policy_limits *lim);
+void segments_page_in(uintptr_t page, uint32_t *pg);      /* page_in and page_touched */
+void segments_on_probation(uintptr_t page, uint32_t *pg); /* page_on_probation */
+/* Evicts up to `want` of the oldest pages on probation, after filling probation from the old end of
+ * the active queue so that `window` pages stay on it afterwards. */
+unsigned segments_evict(uint64_t want, uint64_t window);
+
+#endif

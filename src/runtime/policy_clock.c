@@ -3,38 +3,25 @@
  * every touch of a page there. */
 #include "policy.h"
 
-static struct {
-	struct policy_segments seg;
-	uint64_t window; /* pages left on probation after a round */
-} clk;
+static uint64_t clock_window; /* pages left on probation after a round */
 
 static int clock_init(const struct policy_limits *lim)
 {
 	/* A page untouched while a quarter of local memory went by goes. */
-	clk.window = lim->cap_pages / 4 ? lim->cap_pages / 4 : 1;
-	return segments_init(&clk.seg, lim);
-}
-
-static void clock_page_in(uintptr_t page, uint32_t *pg)
-{
-	segments_page_in(&clk.seg, page, pg);
-}
-
-static void clock_on_probation(uintptr_t page, uint32_t *pg)
-{
-	segments_on_probation(&clk.seg, page, pg);
+	clock_window = lim->cap_pages / 4 ? lim->cap_pages / 4 : 1;
+	return segments_init(lim);
 }
 
 static unsigned clock_evict(uint64_t want)
 {
-	return segments_evict(&clk.seg, want, clk.window + want);
+	return segments_evict(want, clock_window);
 }
 
 const struct policy_ops policy_clock = {
 	.init = clock_init,
-	.page_in = clock_page_in,
-	.page_touched = clock_page_in,
-	.page_on_probation = clock_on_probation,
+	.page_in = segments_page_in,
+	.page_touched = segments_page_in,
+	.page_on_probation = segments_on_probation,
 	.evict = clock_evict,
 	.probation = true,
 };

@@ -17,11 +17,7 @@ static void fifo_page_in(uintptr_t page, uint32_t *pg)
 
 static unsigned fifo_evict(uint64_t want)
 {
-	uintptr_t victims[POLICY_BATCH_MAX];
-	unsigned n = 0;
-	while (n < want && n < POLICY_BATCH_MAX && (victims[n] = policy_queue_pop(&fifo_q)))
-		n++;
-	return n ? evict_out(victims, n, false) : 0;
+	return policy_evict_taken(policy_queue_take, &fifo_q, want, false);
 }
 
 const struct policy_ops policy_fifo = {

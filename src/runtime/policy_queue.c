@@ -50,6 +50,11 @@ static void queue_compact(struct policy_queue *q)
 	RT_BUG_ON(out == q->cap);
 }
 
+uintptr_t policy_queue_take(void *q)
+{
+	return policy_queue_pop(q);
+}
+
 void policy_queue_push(struct policy_queue *q, uintptr_t page, uint32_t *pg)
 {
 	if (*pg & PG_QUEUED)
@@ -73,44 +78,49 @@ uintptr_t policy_queue_pop(struct policy_queue *q)
 	return 0;
 }
 
-int segments_init(struct policy_segments *s, const struct policy_limits *lim)
+unsigned policy_evict_taken(uintptr_t (*take)(void *from), void *from, uint64_t want, bool probation)
+{
+	uintptr_t victims[POLICY_BATCH_MAX];
+	unsigned n = 0;
+	while (n < want && n < POLICY_BATCH_MAX && (victims[n] = take(from)))
+		n++;
+	return n ? evict_out(victims, n, probation) : 0;
+}
+
+static struct {
+	struct policy_queue active, probation;
+} seg;
+
+int segments_init(const struct policy_limits *lim)
 {
 	uint64_t room = policy_queue_room(lim);
-	if (policy_queue_init(&s->active, room, PAGE_PRESENT) < 0 ||
-	    policy_queue_init(&s->probation, room, PAGE_INACTIVE) < 0)
+	if (policy_queue_init(&seg.active, room, PAGE_PRESENT) < 0 ||
+	    policy_queue_init(&seg.probation, room, PAGE_INACTIVE) < 0)
 		return -ENOMEM;
 	return 0;
 }
 
-void segments_page_in(struct policy_segments *s, uintptr_t page, uint32_t *pg)
+void segments_page_in(uintptr_t page, uint32_t *pg)
 {
 	*pg &= ~PG_QUEUED; /* an entry it may have left in the other queue is stale now */
-	policy_queue_push(pg_state(*pg) == PAGE_INACTIVE ? &s->probation : &s->active, page, pg);
+	policy_queue_push(pg_state(*pg) == PAGE_INACTIVE ? &seg.probation : &seg.active, page, pg);
 }
 
-void segments_on_probation(struct policy_segments *s, uintptr_t page, uint32_t *pg)
+void segments_on_probation(uintptr_t page, uint32_t *pg)
 {
 	*pg &= ~PG_QUEUED;
-	policy_queue_push(&s->probation, page, pg);
+	policy_queue_push(&seg.probation, page, pg);
 }
 
-/* Puts up to `want` of the oldest active pages on probation; returns how many went. */
-static unsigned segments_demote(struct policy_segments *s, uint64_t want)
+unsigned segments_evict(uint64_t want, uint64_t window)
 {
-	uintptr_t victims[POLICY_BATCH_MAX];
-	unsigned n = 0;
-	while (n < want && n < POLICY_BATCH_MAX && (victims[n] = policy_queue_pop(&s->active)))
-		n++;
-	return n ? evict_out(victims, n, true) : 0;
-}
-
-unsigned segments_evict(struct policy_segments *s, uint64_t want, uint64_t target)
-{
-	while (evict_probation_pages() < target && segments_demote(s, target - evict_probation_pages()))
+	uint64_t target = window + want;
+	while (evict_probation_pages() < target &&
+	       policy_evict_taken(policy_queue_take, &seg.active, target - evict_probation_pages(), true))
 		;
 	unsigned n = 0;
 	uintptr_t page;
-	while (n < want && n < POLICY_BATCH_MAX && (page = policy_queue_pop(&s->probation))) {
+	while (n < want && n < POLICY_BATCH_MAX && (page = policy_queue_pop(&seg.probation))) {
 		evict_probation_end(page);
 		n++;
 	}

@@ -54,7 +54,7 @@ static void random_page_in(uintptr_t page, uint32_t *pg)
 }
 
 /* A resident page drawn at random, taken out of the set; 0 if there is none. */
-static uintptr_t random_take(void)
+static uintptr_t random_take(void *unused)
 {
 	while (rnd.n) {
 		uint64_t i = random_next() % rnd.n;
@@ -71,11 +71,7 @@ static uintptr_t random_take(void)
 
 static unsigned random_evict(uint64_t want)
 {
-	uintptr_t victims[POLICY_BATCH_MAX];
-	unsigned n = 0;
-	while (n < want && n < POLICY_BATCH_MAX && (victims[n] = random_take()))
-		n++;
-	return n ? evict_out(victims, n, false) : 0;
+	return policy_evict_taken(random_take, NULL, want, false);
 }
 
 const struct policy_ops policy_random = {

@@ -7,7 +7,6 @@
 #define SFIFO_SOFT_SHARE 10
 
 static struct {
-	struct policy_segments seg;
 	uint64_t window, window_max; /* pages left on probation after a round */
 	uint64_t epoch;              /* pages brought in per adjustment of the window */
 	uint64_t in, soft;           /* pages brought in and soft faults in this epoch */
@@ -21,7 +20,7 @@ static int sfifo_init(const struct policy_limits *lim)
 	sf.window = sf.batch < sf.window_max ? sf.batch : sf.window_max;
 	sf.epoch = lim->cap_pages / 2 > 256 ? lim->cap_pages / 2 : 256;
 	sf.in = sf.soft = 0;
-	return segments_init(&sf.seg, lim);
+	return segments_init(lim);
 }
 
 /* Once an epoch: a window whose soft faults went past their share shrinks, one well within it grows. */
@@ -40,14 +39,14 @@ static void sfifo_adapt(void)
 static void sfifo_page_in(uintptr_t page, uint32_t *pg)
 {
 	sf.in++;
-	segments_page_in(&sf.seg, page, pg);
+	segments_page_in(page, pg);
 	sfifo_adapt();
 }
 
 static void sfifo_page_touched(uintptr_t page, uint32_t *pg)
 {
 	sf.soft++;
-	segments_page_in(&sf.seg, page, pg);
+	segments_page_in(page, pg);
 	/* The epoch's budget is spent already: shrink now rather than at its end. */
 	if (sf.soft * SFIFO_SOFT_SHARE > sf.epoch) {
 		sf.window /= 2;
@@ -55,21 +54,16 @@ static void sfifo_page_touched(uintptr_t page, uint32_t *pg)
 	}
 }
 
-static void sfifo_on_probation(uintptr_t page, uint32_t *pg)
-{
-	segments_on_probation(&sf.seg, page, pg);
-}
-
 static unsigned sfifo_evict(uint64_t want)
 {
-	return segments_evict(&sf.seg, want, sf.window + want);
+	return segments_evict(want, sf.window);
 }
 
 const struct policy_ops policy_sfifo = {
 	.init = sfifo_init,
 	.page_in = sfifo_page_in,
 	.page_touched = sfifo_page_touched,
-	.page_on_probation = sfifo_on_probation,
+	.page_on_probation = segments_on_probation,
 	.evict = sfifo_evict,
 	.probation = true,
 };
