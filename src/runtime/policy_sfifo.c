@@ -26,16 +26,22 @@ static int sfifo_init(const struct policy_limits *lim)
 	return segments_init(lim);
 }
 
-/* Once an epoch: a window whose soft faults went past their share shrinks, one well within it grows. */
+/* Once an epoch: a window whose soft faults went past their share shrinks, one well within it
+ * grows, one that caught nothing goes back to a batch. */
 static void sfifo_adapt(void)
 {
 	if (sf.in < sf.epoch)
 		return;
+	uint64_t one_batch = sf.batch < sf.window_max ? sf.batch : sf.window_max;
 	if (sf.soft * SFIFO_SOFT_SHARE > sf.in)
 		sf.window /= 2;
+	else if (sf.soft == 0)
+		/* No page came back: nothing says a longer probation would catch any; a long one left
+		 * from an earlier phase would only turn a later pass over these pages into a burst of
+		 * soft faults. */
+		sf.window = one_batch;
 	else if (sf.soft * SFIFO_SOFT_SHARE * 2 < sf.in)
-		sf.window = sf.window ? (sf.window * 2 < sf.window_max ? sf.window * 2 : sf.window_max) :
-					(sf.batch < sf.window_max ? sf.batch : sf.window_max);
+		sf.window = sf.window * 2 < sf.window_max ? sf.window * 2 : sf.window_max;
 	sf.in = sf.soft = 0;
 }
 
