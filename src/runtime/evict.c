@@ -132,7 +132,8 @@ static unsigned move_out_pagewise(const uintptr_t *pages, unsigned n, bool proba
 		int err = farmem_alloc_run(1, &slot);
 		if (err == 0) {
 			err = (*pg & PG_WRITABLE) ? move_writable_page(page, slot) : move_readonly_page(page, slot);
-			if (err < 0)
+			/* EEXIST: the fresh slot holds a page, another page's far copy: never freed here. */
+			if (err < 0 && err != -EEXIST)
 				farmem_free(slot);
 		}
 		if (err == 0) {

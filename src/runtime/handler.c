@@ -365,8 +365,57 @@ static __attribute__((noreturn)) void handler_die_file(uintptr_t addr, int err)
 	rt_die("file mapping", why, "check the file is still readable (the kernel would raise SIGBUS here)");
 }
 
+/* A fault that does not end: reported again and again on a page fltrace has in place (or no longer
+ * tracks), or on a page fltrace fails to put in place each time. The program would spin in it
+ * forever, so it is stopped with a message naming the page's state and its last changes, and the
+ * stats count it (faults_stuck). Another thread's fault on the same page is served as a duplicate
+ * a few times at most; any page served resets the count. */
+#define STUCK_REPEATS 100000
+static __thread uintptr_t tls_stuck_addr;
+static __thread uint64_t tls_stuck_count;
+
+static void handler_served(void)
+{
+	tls_stuck_count = 0;
+}
+
+enum stuck_why { STUCK_IN_PLACE, STUCK_UNTRACKED, STUCK_FAILING };
+
+static void handler_check_stuck(uintptr_t addr, const uint32_t *pg, enum stuck_why why)
+{
+	if (addr != tls_stuck_addr) {
+		tls_stuck_addr = addr;
+		tls_stuck_count = 0;
+	}
+	if (++tls_stuck_count < STUCK_REPEATS)
+		return;
+	atomic_fetch_add(&pagestate_counts.stuck, 1);
+	char msg[1024];
+	struct fmt f;
+	fmt_init(&f, msg, sizeof(msg));
+	fmt_str(&f, why == STUCK_FAILING ? "fltrace failed 100000 times to put the page at 0x" :
+					   "the kernel reported the fault at 0x");
+	fmt_hex(&f, addr);
+	fmt_str(&f, why == STUCK_IN_PLACE ? " 100000 times though fltrace has its page in place (emptied "
+					    "behind its back: a raw madvise or munmap system call?)" :
+		    why == STUCK_UNTRACKED ? " 100000 times though fltrace no longer tracks that address" :
+					     " back in place");
+	if (why != STUCK_UNTRACKED) { /* what the kernel says of it: evidence for a bug report */
+		unsigned char vec = 0;
+		bool mapped = syscall(SYS_mincore, addr, rt.page_size, &vec) == 0 && (vec & 1);
+		fmt_str(&f, mapped ? "; the kernel has it mapped" : "; the kernel has it unmapped");
+	}
+	fmt_str(&f, "; page ");
+	size_t n = fmt_len(&f);
+	pagestate_describe(addr, pg, msg + n, sizeof(msg) - n);
+	rt_die("handler", msg, why == STUCK_IN_PLACE ?
+	       "make such calls through libc, or report this as a bug of fltrace with the command that "
+	       "was traced" : "report this as a bug of fltrace with the command that was traced");
+}
+
 /* Probation (clock, sfifo): the page is still local memory; it comes back without a recorded fault
- * (a real far-memory system would have found it resident), which marks it as in use. */
+ * (a real far-memory system would have found it resident), which marks it as in use. Returns
+ * false if the page is not on probation. */
 static bool fault_serve_soft(uintptr_t addr, int fd)
 {
 	uint32_t *pg = region_page(addr);
@@ -379,12 +428,14 @@ static bool fault_serve_soft(uintptr_t addr, int fd)
 		 * probation with its far copy, and the thread, woken, faults again. */
 		pagestate_note_failure(addr, pg, PS_SOFT, err);
 		uffd_wake(fd, addr, rt.page_size);
+		handler_check_stuck(addr, pg, STUCK_FAILING);
 		return true;
 	}
 	farmem_free(slot);
 	pagestate_set(addr, pg, PAGE_PRESENT, 0, PS_SOFT);
 	atomic_fetch_add(&rt.stats.faults_soft, 1);
 	evict_note_touched(addr, pg);
+	handler_served();
 	return true;
 }
 
@@ -426,33 +477,6 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
 	return err;
 }
 
-/* A fault reported again and again on a page fltrace has in place (or no longer tracks) never
- * ends: the program would spin in it forever, so it is stopped with a message. Another thread's
- * fault on the same page is served as a duplicate a few times at most. */
-#define DUP_STORM 100000
-static __thread uintptr_t tls_dup_addr;
-static __thread uint64_t tls_dup_count;
-
-static void handler_check_dup_storm(uintptr_t addr, bool tracked)
-{
-	if (addr != tls_dup_addr) {
-		tls_dup_addr = addr;
-		tls_dup_count = 0;
-	}
-	if (++tls_dup_count < DUP_STORM)
-		return;
-	char why[200];
-	struct fmt f;
-	fmt_init(&f, why, sizeof(why));
-	fmt_str(&f, "the kernel reported the fault at 0x");
-	fmt_hex(&f, addr);
-	fmt_str(&f, tracked ? " 100000 times though fltrace has its page in place (emptied behind its "
-			      "back: a raw madvise or munmap system call?)" :
-			      " 100000 times though fltrace no longer tracks that address");
-	rt_die("handler", why, "make such calls through libc, or report this as a bug of fltrace with "
-	       "the command that was traced");
-}
-
 /* Brings the page in; returns false if there was nothing to serve (already present, or no longer
  * ours). A served thread is left asleep: the caller wakes it once the fault is noted. */
 static bool fault_serve(struct rt_thread *t, uintptr_t addr)
@@ -464,10 +488,9 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr)
 	if (!pg || pg_state(*pg) == PAGE_PRESENT) {
 		uffd_wake(fd, addr, rt.page_size);
 		atomic_fetch_add(&rt.stats.faults_dup, 1);
-		handler_check_dup_storm(addr, pg != NULL);
+		handler_check_stuck(addr, pg, pg ? STUCK_IN_PLACE : STUCK_UNTRACKED);
 		return false;
 	}
-	tls_dup_count = 0;
 	if (evict_make_room(1) == -ENOSPC)
 		handler_die_maxmem();
 	int err = fault_bring_in(fd, addr, pg, false, &t->kind, &t->region);
@@ -475,8 +498,10 @@ static bool fault_serve(struct rt_thread *t, uintptr_t addr)
 		t->flags |= FT_FLAG_ZERO;
 	if (err < 0) {
 		uffd_wake(fd, addr, rt.page_size);
+		handler_check_stuck(addr, pg, STUCK_FAILING);
 		return false;
 	}
+	handler_served();
 	return true;
 }
 

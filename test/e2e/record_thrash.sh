@@ -1,0 +1,31 @@
+# record under thrash: a program shaped like xz -3's LZMA encoder (a dictionary ring, a hash table
+# and a chain array read at random, input read() into the heap, buffers freed and taken again) at
+# -L 16, well under its working set, so that under CLOCK most pages go through probation, far
+# memory and back many times. It must finish with the untraced output, and every page change must
+# have been legal (issue 13 point 4: xz -3 -T1 at -L 16 was once stopped by fltrace's watchdog, a
+# page fltrace had "in place" that the kernel kept faulting on).
+source "$(dirname "$0")/../lib.sh"
+
+if ! have_uffd; then
+	skip record_thrash "userfaultfd is not available to this user"
+	exit 0
+fi
+
+"$PROGS/thrash" gen 3 > "$TMP/input"
+# A hang (a fault that never ends, or the watchdog's stop) fails here: well under a minute even on
+# a loaded machine (about 10 s on an idle one).
+SAME_OUTPUT_TIMEOUT=90 same_output thrash_clock_same_output "-L 16 -M 256" "$PROGS/thrash" 2688 8 "$TMP/input" &&
+	expect_stat thrash_clock_went_far "$TMP/thrash_clock_same_output" faults_refetch -gt 10000
+expect_stat thrash_clock_soft_faults "$TMP/thrash_clock_same_output" faults_soft -gt 10000
+expect_stat thrash_no_stuck_fault "$TMP/thrash_clock_same_output" faults_stuck -eq 0
+expect_stat thrash_no_illegal_page_change "$TMP/thrash_clock_same_output" page_state_illegal -eq 0
+expect_stat thrash_no_failed_eviction "$TMP/thrash_clock_same_output" evict_failed -eq 0
+
+# A fault that never ends (here: memory emptied by a raw madvise, behind fltrace's back) stops the
+# program with the page's state and its last changes, and the stats count it.
+err=$(timeout 60 "$FLTRACE" record -L 8 -M 64 -o "$TMP/stuck" -- "$PROGS/memops" rawzap 2>&1 >/dev/null)
+rc=$?
+expect_eq stuck_fault_names_page_state "exit status and message" \
+	"125 page state present; last changes, newest first: empty->present (zero fill)" \
+	"$rc $(grep -o 'page state present; last changes, newest first: empty->present (zero fill)' <<<"$err" | head -1)"
+expect_stat stuck_fault_counted "$TMP/stuck" faults_stuck -eq 1
