@@ -403,7 +403,10 @@ cat <<- 'EOF'
 	over the runs, x nat the ratio of medians to native. faults: fltrace's recorded faults (native: `perf stat -e
 	page-faults`, every fault the kernel takes; perf: samples written). us/flt = (median time -
 	native median) / faults: what one recorded fault costs the program. B/flt: trace (or perf.data)
-	bytes per fault. RSS MB: peak RSS (native: the process; fltrace: VmHWM, which includes the far
+	bytes per fault. x flr (quarter rows): us/flt over the handler-same-core floor of this run, the
+	all-in cost of a fault (its share of evictions, soft faults and policy work included);
+	quarter-<policy>: a quarter -L with that eviction policy (quarter: the default), soft = faults
+	on pages on probation, served but not recorded. RSS MB: peak RSS (native: the process; fltrace: VmHWM, which includes the far
 	store, emulated in the process). Accuracy: zero = first-touch faults on tracked memory at ample -L,
 	as a share of all faults perf stat counts (perf also counts stack, library, file and page-table
 	faults that fltrace does not track, so below 100% is expected; far above 100% would be double
