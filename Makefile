@@ -126,6 +126,12 @@ $(foreach m,$(RUNTIME_UNIT_MODS),$(B)/test/unit/test_$(m)): $(B)/test/unit/test_
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TOOL) -o $@ $< $(B)/obj/src/runtime/$*.o $(COMMON_OBJ) $(TOOL_LIBS)
 
+# The policies run outside a traced process too: their unit test links them with a simulated memory.
+POLICY_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard src/runtime/policy*.c))
+$(B)/test/unit/test_policy: test/unit/test_policy.c $(POLICY_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TOOL) -Isrc/runtime -o $@ $< $(POLICY_OBJ) $(COMMON_OBJ)
+
 unit-test: $(UNIT_BIN)
 
 ifeq ($(SAN),)

@@ -36,6 +36,33 @@ static const struct option record_longopts[] = {
  * ':': report a missing value as ':' so that we word the message. */
 static const char record_optstring[] = "+:L:M:C:S:o:h";
 
+/* "<name>  <help>" under the option column, the help wrapped at word ends. */
+static void record_help_policy(const char *name, const char *help)
+{
+	enum { INDENT = 26, HELP_COL = INDENT + 9, WIDTH = 96 };
+	int col = printf("%*s%-8s", INDENT, "", name);
+
+	while (*help) {
+		int word = (int)strcspn(help, " ");
+		if (col + 1 + word > WIDTH)
+			col = printf("\n%*s", HELP_COL, "") - 1;
+		else
+			col += printf(" ");
+		col += printf("%.*s", word, help);
+		help += word;
+		help += *help == ' ';
+	}
+	printf("\n");
+}
+
+/* --help's lines for --policy: every policy of the table, with what it costs. */
+static void record_help_policies(void)
+{
+	printf("      --policy <p>        eviction policy (default %s):\n", FLTRACE_POLICY_DEFAULT);
+	for (unsigned i = 0; i < FLTRACE_POLICY_COUNT; i++)
+		record_help_policy(fltrace_policy_name(i), fltrace_policy_help(i));
+}
+
 static void record_help(void)
 {
 	printf(
@@ -59,8 +86,10 @@ static void record_help(void)
 "  -S, --samplerate <n>    faults recorded per second, 0 = all (default 0)\n"
 "  -o, --output <dir>      where the trace goes (default: the current directory); created if\n"
 "                          missing. fltrace-data-* files of an earlier recording there are\n"
-"                          removed first, so that a report never mixes two runs\n"
-"      --policy <p>        eviction policy: clock (default) or fifo\n"
+"                          removed first, so that a report never mixes two runs\n",
+RECORD_MAX_HANDLERS);
+	record_help_policies();
+	printf(
 "      --depth <n>         stack frames recorded per fault (default %d, at most %d)\n"
 "      --poll <mode>       how handler threads wait for faults: adaptive (default: poll for\n"
 "                          100 us after a fault, then block), block, or spin (busy-poll,\n"
@@ -92,7 +121,7 @@ static void record_help(void)
 "      which pages of python's and libpython's code are read, in what order, at 16 MB\n"
 "  fltrace record -L 140 -M 1000 -- ./prog -L 5 -- x\n"
 "      the command's own -L 5 and -- reach ./prog untouched\n",
-		RECORD_MAX_HANDLERS, FLTRACE_DEFAULT_STACK_DEPTH, FLTRACE_MAX_STACK_DEPTH);
+		FLTRACE_DEFAULT_STACK_DEPTH, FLTRACE_MAX_STACK_DEPTH);
 }
 
 /* getopt gives "=140" for "-L=140": accept that spelling too. */
@@ -140,13 +169,13 @@ static int record_parse_cores(const char *arg, struct record_opts *o)
 
 static int record_parse_policy(const char *arg, struct record_opts *o)
 {
-	if (!strcmp(arg, "clock"))
-		o->policy = FLTRACE_POLICY_CLOCK;
-	else if (!strcmp(arg, "fifo"))
-		o->policy = FLTRACE_POLICY_FIFO;
-	else
-		return cli_error(CLI_EXIT_USAGE, "--policy", "'%s' is not a policy; give clock or fifo",
-				 arg);
+	char list[128];
+	int id = fltrace_policy_find(arg);
+
+	if (id < 0)
+		return cli_error(CLI_EXIT_USAGE, "--policy", "'%s' is not a policy; give %s", arg,
+				 fltrace_policy_list(list, sizeof(list)));
+	o->policy = id;
 	return 0;
 }
 
@@ -299,7 +328,7 @@ int cmd_record(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.handlers = 1;
 	o.depth = FLTRACE_DEFAULT_STACK_DEPTH;
-	o.policy = FLTRACE_POLICY_CLOCK;
+	o.policy = fltrace_policy_find(FLTRACE_POLICY_DEFAULT);
 	o.outdir_arg = ".";
 
 	err = record_parse(argc, argv, &o);

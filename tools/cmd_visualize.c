@@ -517,11 +517,6 @@ static bool vis_sweep_slowdown(const struct vis_env *env, double *slowdown, char
 	return found;
 }
 
-static const char *vis_policy_name(uint32_t p)
-{
-	return p == FLTRACE_POLICY_FIFO ? "fifo" : p == FLTRACE_POLICY_CLOCK ? "clock" : "?";
-}
-
 static int vis_allocsite_add(void *arg, const char *const *frames, size_t n, uint64_t count,
 			     bool first_touch)
 {
@@ -625,7 +620,7 @@ static int vis_write(struct vis_proc *vp)
 		snprintf(opt[1], sizeof(opt[1]), "%s", s2);
 		snprintf(opt[2], sizeof(opt[2]), "%u", h->handler_threads);
 		snprintf(opt[3], sizeof(opt[3]), "%u%s", h->samplerate, h->samplerate ? " faults/s" : " (all)");
-		snprintf(opt[4], sizeof(opt[4]), "%s", vis_policy_name(h->policy));
+		snprintf(opt[4], sizeof(opt[4]), "%s", fltrace_policy_name(h->policy));
 		snprintf(opt[5], sizeof(opt[5]), "%u", h->stack_depth);
 		snprintf(opt[6], sizeof(opt[6]), "%llu", (unsigned long long)h->page_size);
 		static const char *const names[] = { "local memory (-L)", "max memory (-M)",

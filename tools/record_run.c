@@ -124,7 +124,7 @@ static int run_set_environment(const struct record_opts *o)
 	err |= setenv(FLTRACE_ENV_OUTDIR, o->outdir, 1);
 	err |= run_setenv_u64(FLTRACE_ENV_HANDLERS, o->handlers);
 	err |= run_setenv_u64(FLTRACE_ENV_SAMPLERATE, o->samplerate);
-	err |= setenv(FLTRACE_ENV_POLICY, o->policy == FLTRACE_POLICY_FIFO ? "fifo" : "clock", 1);
+	err |= setenv(FLTRACE_ENV_POLICY, fltrace_policy_name((unsigned)o->policy), 1);
 	err |= run_setenv_u64(FLTRACE_ENV_STACK_DEPTH, o->depth);
 	err |= setenv(FLTRACE_ENV_POLL, o->poll ? o->poll : "adaptive", 1);
 	err |= setenv(FLTRACE_ENV_FILES, o->files ? o->files : "mapped", 1);

@@ -3,6 +3,8 @@
 #ifndef FLTRACE_CONFIG_H
 #define FLTRACE_CONFIG_H
 
+#include "fltrace/policies.h"
+
 #define FLTRACE_VERSION_STRING "0.1.0"
 
 /* Set by `fltrace record`, read once by the runtime at start-up. Sizes are in bytes. */
@@ -12,7 +14,7 @@
 #define FLTRACE_ENV_HANDLERS "FLTRACE_HANDLERS"     /* -C: number of handler threads */
 #define FLTRACE_ENV_CORES "FLTRACE_CORES"           /* --cores: CPU list for handler threads */
 #define FLTRACE_ENV_SAMPLERATE "FLTRACE_SAMPLERATE" /* -S: faults per second, 0 = all */
-#define FLTRACE_ENV_POLICY "FLTRACE_POLICY"         /* --policy: fifo | clock */
+#define FLTRACE_ENV_POLICY "FLTRACE_POLICY"         /* --policy: a name in policies.h */
 #define FLTRACE_ENV_STACK_DEPTH "FLTRACE_STACK_DEPTH" /* --depth: frames per stack */
 #define FLTRACE_ENV_POLL "FLTRACE_POLL"             /* --poll: adaptive | block | spin */
 #define FLTRACE_ENV_FILES "FLTRACE_FILES"           /* --files: mapped | all */
@@ -21,10 +23,6 @@
 #define FLTRACE_DEFAULT_ALLOC_SAMPLE (512u << 10)
 #define FLTRACE_ENV_PRELOAD_PATH "FLTRACE_PRELOAD"  /* the preload library record chose (informational) */
 
-enum fltrace_policy {
-	FLTRACE_POLICY_FIFO = 0,
-	FLTRACE_POLICY_CLOCK = 1,
-};
 
 #define FLTRACE_DEFAULT_STACK_DEPTH 64
 #define FLTRACE_MAX_STACK_DEPTH 512

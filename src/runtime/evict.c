@@ -1,125 +1,62 @@
-/* Eviction: keeps the resident pages of tracked memory at or under -L by moving batches of pages to
- * the far store, in arrival order (FIFO) or with a second chance for pages still in use (CLOCK).
- * Clean file pages are dropped instead: the file has them. */
+/* Eviction's mechanism: keeps the resident pages of tracked memory at or under -L by moving the
+ * pages the policy (policy.h) picks to the far store, or on probation. Clean file pages are
+ * dropped instead: the file has them. */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rt.h"
-
-#define EVICT_BATCH_MAX 64
-
-/* A queue of page addresses; an entry is live while its page is in the queue's state and
- * PG_QUEUED (pages unmapped or moved meanwhile leave stale entries, dropped when met). */
-struct queue {
-	uintptr_t *v;
-	uint64_t cap, head, tail;
-	unsigned state;
-};
+#include "policy.h"
 
 static struct {
-	struct queue active, inactive; /* inactive: CLOCK's pages on probation */
+	const struct policy_ops *policy;
 	uint64_t cap_pages;            /* -L in pages */
 	uint64_t far_limit;            /* evicted pages -M allows: (-M - -L) in pages */
-	uint64_t inactive_target;
 	unsigned batch;
 	bool far_full;                 /* the far store had no slot: -M is exhausted */
 } ev;
 
-static int queue_init(struct queue *q, uint64_t cap, unsigned state)
-{
-	q->cap = cap;
-	q->state = state;
-	q->v = rt_map(cap * sizeof(uintptr_t));
-	return q->v ? 0 : -ENOMEM;
-}
-
 int evict_init(uint64_t cap_pages, uint64_t max_pages)
 {
+	ev.policy = policy_ops_of((unsigned)rt.cfg.policy);
+	RT_BUG_ON(!ev.policy);
 	ev.cap_pages = cap_pages;
 	ev.far_limit = max_pages > cap_pages ? max_pages - cap_pages : 0;
 	ev.batch = (unsigned)(cap_pages / 8);
-	if (ev.batch > EVICT_BATCH_MAX)
-		ev.batch = EVICT_BATCH_MAX;
+	if (ev.batch > POLICY_BATCH_MAX)
+		ev.batch = POLICY_BATCH_MAX;
 	if (ev.batch == 0)
 		ev.batch = 1;
-	/* A quarter of local memory on probation: a page untouched for that many evictions goes. */
-	ev.inactive_target = cap_pages / 4 > ev.batch ? cap_pages / 4 : ev.batch;
-	/* Room for every page -M allows (a fork child holds them all for a moment), stale ones too. */
-	uint64_t cap = 2 * max_pages + 4096;
-	if (queue_init(&ev.active, cap, PAGE_PRESENT) < 0 || queue_init(&ev.inactive, cap, PAGE_INACTIVE) < 0)
-		return -ENOMEM;
-	return 0;
+	/* The seed is fixed: a run with the same inputs evicts the same pages. */
+	struct policy_limits lim = { .cap_pages = cap_pages, .max_pages = max_pages, .batch = ev.batch,
+				     .seed = 0x9e3779b97f4a7c15ull };
+	return ev.policy->init(&lim);
 }
 
-static uint32_t *queue_live(const struct queue *q, uintptr_t page)
+bool evict_has_probation(void)
 {
-	uint32_t *pg = region_page(page);
-	if (!pg || pg_state(*pg) != q->state || !(*pg & PG_QUEUED))
-		return NULL;
-	return pg;
+	return ev.policy->probation;
 }
 
-/* Drops stale entries (and duplicates) so the queue never overflows. */
-static void queue_compact(struct queue *q)
+uint64_t evict_probation_pages(void)
 {
-	uint64_t out = 0, n = q->tail - q->head;
-	uintptr_t *tmp = rt_map(n * sizeof(uintptr_t));
-	RT_BUG_ON(!tmp);
-	for (uint64_t i = q->head; i < q->tail; i++) {
-		uintptr_t page = q->v[i % q->cap];
-		uint32_t *pg = queue_live(q, page);
-		if (!pg)
-			continue;
-		*pg &= ~PG_QUEUED; /* a later duplicate of this page is now stale */
-		tmp[out++] = page;
-	}
-	for (uint64_t i = 0; i < out; i++) {
-		q->v[i] = tmp[i];
-		*region_page(tmp[i]) |= PG_QUEUED;
-	}
-	rt_unmap(tmp, n * sizeof(uintptr_t));
-	q->head = 0;
-	q->tail = out;
-	RT_BUG_ON(out == q->cap);
-}
-
-static void queue_push(struct queue *q, uintptr_t page, uint32_t *pg)
-{
-	if (*pg & PG_QUEUED)
-		return;
-	if (q->tail - q->head == q->cap)
-		queue_compact(q);
-	q->v[q->tail++ % q->cap] = page;
-	*pg |= PG_QUEUED;
-}
-
-/* The oldest live page of the queue, taken out of it; 0 if none. */
-static uintptr_t queue_pop(struct queue *q)
-{
-	while (q->head < q->tail) {
-		uintptr_t page = q->v[q->head++ % q->cap];
-		uint32_t *pg = queue_live(q, page);
-		if (pg) {
-			*pg &= ~PG_QUEUED;
-			return page;
-		}
-	}
-	return 0;
+	return pagestate_inactive();
 }
 
 void evict_note_present(uintptr_t page, uint32_t *pg)
 {
-	*pg &= ~PG_QUEUED; /* it may have left a stale entry in the other queue */
-	queue_push(&ev.active, page, pg);
+	ev.policy->page_in(page, pg);
+}
+
+void evict_note_touched(uintptr_t page, uint32_t *pg)
+{
+	ev.policy->page_touched(page, pg);
 }
 
 void evict_requeue(uintptr_t page, uint32_t *pg)
 {
-	*pg &= ~PG_QUEUED;
-	queue_push(pg_state(*pg) == PAGE_INACTIVE ? &ev.inactive : &ev.active, page, pg);
+	ev.policy->page_in(page, pg);
 }
 
 static bool page_is_present(uintptr_t page)
@@ -135,7 +72,7 @@ static void page_moved_out(uintptr_t page, uint32_t slot, bool probation)
 	uint32_t *pg = region_page(page);
 	pagestate_set(page, pg, probation ? PAGE_INACTIVE : PAGE_EVICTED, slot, probation ? PS_PROBATION : PS_EVICT);
 	if (probation) {
-		queue_push(&ev.inactive, page, pg);
+		ev.policy->page_on_probation(page, pg);
 	} else {
 		if (*pg & PG_FILE)
 			atomic_fetch_add(&rt.stats.evict_file_moved, 1);
@@ -211,14 +148,14 @@ static unsigned move_out_pagewise(const uintptr_t *pages, unsigned n, bool proba
 				ev.far_full = true;
 			else
 				atomic_fetch_add(&rt.stats.evict_failed, 1);
-			queue_push(&ev.active, page, pg); /* stays resident; try others */
+			ev.policy->page_in(page, pg); /* stays resident; try others */
 		}
 	}
 	return done;
 }
 
-/* Moves resident pages out, contiguous writable runs in one UFFDIO_MOVE each. */
-static unsigned move_out(uintptr_t *v, unsigned n, bool probation)
+/* Contiguous writable runs go in one UFFDIO_MOVE each. */
+unsigned evict_out(uintptr_t *v, unsigned n, bool probation)
 {
 	unsigned done = 0, i = 0;
 	rt_sort_u64((uint64_t *)v, n);
@@ -254,46 +191,26 @@ static unsigned move_out(uintptr_t *v, unsigned n, bool probation)
 		}
 		i = j;
 	}
-	return done;
-}
-
-/* Takes up to `want` of the oldest active pages out of local memory (to probation or far). */
-static unsigned move_out_oldest(uint64_t want, bool probation)
-{
-	uintptr_t victims[EVICT_BATCH_MAX];
-	unsigned n = 0;
-	while (n < want && n < EVICT_BATCH_MAX) {
-		uintptr_t page = queue_pop(&ev.active);
-		if (!page)
-			break;
-		victims[n++] = page;
-	}
-	if (n == 0)
-		return 0;
-	unsigned done = move_out(victims, n, probation);
 	atomic_fetch_add(&rt.stats.evict_ops, 1);
+	if (!probation)
+		atomic_fetch_add(&rt.stats.evict_pages, done);
 	return done;
 }
 
-/* CLOCK: a page on probation that was not touched (a touch brings it back, see handler.c) is
- * evicted without moving any data: it already sits in its far slot. */
-static bool evict_one_inactive(void)
+void evict_probation_end(uintptr_t page)
 {
-	uintptr_t page = queue_pop(&ev.inactive);
-	if (!page)
-		return false;
 	uint32_t *pg = region_page(page);
+	RT_BUG_ON(!pg || pg_state(*pg) != PAGE_INACTIVE);
 	atomic_fetch_add(&rt.stats.evict_pages, 1);
 	if (*pg & PG_CLEAN) { /* the file has it: its far copy goes, the next fault reads the file */
 		farmem_free(pg_slot(*pg));
 		pagestate_set(page, pg, PAGE_EMPTY, 0, PS_DROP_CLEAN);
 		atomic_fetch_add(&rt.stats.evict_file_dropped, 1);
-		return true;
+		return;
 	}
 	pagestate_set(page, pg, PAGE_EVICTED, pg_slot(*pg), PS_PROBATION_END);
 	if (*pg & PG_FILE)
 		atomic_fetch_add(&rt.stats.evict_file_moved, 1);
-	return true;
 }
 
 static bool far_has_room(uint64_t pages)
@@ -313,20 +230,8 @@ int evict_make_room(unsigned need)
 			ev.far_full = true;
 			break;
 		}
-		if (rt.cfg.policy == FLTRACE_POLICY_CLOCK) {
-			/* Keep the probation list topped up, then evict its oldest pages. */
-			while (pagestate_inactive() < ev.inactive_target &&
-			       move_out_oldest(ev.inactive_target - pagestate_inactive(), true))
-				;
-			unsigned n = 0;
-			while (n < want && n < EVICT_BATCH_MAX && evict_one_inactive())
-				n++;
-			idle_rounds = n ? 0 : idle_rounds + 1;
-		} else {
-			unsigned done = move_out_oldest(want, false);
-			atomic_fetch_add(&rt.stats.evict_pages, done);
-			idle_rounds = done ? 0 : idle_rounds + 1;
-		}
+		unsigned done = ev.policy->evict(want < POLICY_BATCH_MAX ? want : POLICY_BATCH_MAX);
+		idle_rounds = done ? 0 : idle_rounds + 1;
 		if (ev.far_full)
 			break;
 	}

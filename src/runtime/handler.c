@@ -500,7 +500,7 @@ static void handler_check_stuck(uintptr_t addr, const uint32_t *pg, enum stuck_w
 	       "was traced" : "report this as a bug of fltrace with the command that was traced");
 }
 
-/* CLOCK's probation: the page is still local memory; it comes back without a recorded fault
+/* Probation (clock, sfifo): the page is still local memory; it comes back without a recorded fault
  * (a real far-memory system would have found it resident), which marks it as in use. Returns
  * false if the page is not on probation. */
 static bool fault_serve_soft(uintptr_t addr, int fd)
@@ -521,7 +521,7 @@ static bool fault_serve_soft(uintptr_t addr, int fd)
 	farmem_free(slot);
 	pagestate_set(addr, pg, PAGE_PRESENT, 0, PS_SOFT);
 	atomic_fetch_add(&rt.stats.faults_soft, 1);
-	evict_note_present(addr, pg);
+	evict_note_touched(addr, pg);
 	handler_served();
 	return true;
 }
@@ -740,7 +740,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	uint64_t arrival = rt_now_ns();
-	if (rt.cfg.policy == FLTRACE_POLICY_CLOCK) {
+	if (evict_has_probation()) {
 		rt_lock();
 		bool soft = fault_serve_soft(addr, fd);
 		rt_unlock();

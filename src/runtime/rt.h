@@ -34,7 +34,7 @@ struct rt_config {
 	unsigned handlers;
 	uint64_t cores_mask; /* CPUs for handler threads; 0 = not pinned */
 	unsigned samplerate; /* faults recorded per second, 0 = all */
-	int policy;          /* enum fltrace_policy */
+	int policy;          /* enum fltrace_policy: a row of inc/fltrace/policies.h */
 	unsigned stack_depth;
 	bool spin;           /* handler threads busy-poll instead of blocking */
 	uint64_t spin_ns;    /* adaptive: poll this long after the last fault before blocking */
@@ -110,10 +110,12 @@ void farmem_free(uint32_t slot);                   /* released lazily, in batche
 void *farmem_addr(uint32_t slot);
 int farmem_register(int fd);
 
-/* ---- eviction (evict.c): keeps resident tracked pages under the cap ---- */
+/* ---- eviction (evict.c): keeps resident tracked pages under the cap; the policy (policy.h) picks ---- */
 int evict_init(uint64_t cap_pages, uint64_t max_pages);
 void evict_note_present(uintptr_t page, uint32_t *pg); /* a page became resident */
+void evict_note_touched(uintptr_t page, uint32_t *pg); /* ... back from probation (a soft fault) */
 void evict_requeue(uintptr_t page, uint32_t *pg);      /* a resident page moved (mremap) */
+bool evict_has_probation(void);                        /* the policy takes soft faults */
 /* Makes room for `need` more resident pages; -ENOSPC when -M is exhausted. */
 int evict_make_room(unsigned need);
 

@@ -109,6 +109,25 @@ static uint64_t env_u64(const char *name, uint64_t dflt)
 	return x;
 }
 
+/* Unset: the default. A name not in the table is refused, never replaced by another policy. */
+static int config_policy(const char *name)
+{
+	int id = fltrace_policy_find(name && *name ? name : FLTRACE_POLICY_DEFAULT);
+	if (id < 0) {
+		char why[256], todo[160], list[128];
+		struct fmt f;
+		fmt_init(&f, why, sizeof(why));
+		fmt_str(&f, "'");
+		fmt_str(&f, name);
+		fmt_str(&f, "' is not an eviction policy");
+		fmt_init(&f, todo, sizeof(todo));
+		fmt_str(&f, "give one of ");
+		fmt_str(&f, fltrace_policy_list(list, sizeof(list)));
+		rt_die(FLTRACE_ENV_POLICY, why, todo);
+	}
+	return id;
+}
+
 static void config_parse(struct rt_config *c)
 {
 	const char *out = getenv(FLTRACE_ENV_OUTDIR);
@@ -119,8 +138,7 @@ static void config_parse(struct rt_config *c)
 	c->stack_depth = (unsigned)env_u64(FLTRACE_ENV_STACK_DEPTH, FLTRACE_DEFAULT_STACK_DEPTH);
 	if (c->stack_depth == 0 || c->stack_depth > FLTRACE_MAX_STACK_DEPTH)
 		c->stack_depth = FLTRACE_DEFAULT_STACK_DEPTH;
-	const char *pol = getenv(FLTRACE_ENV_POLICY);
-	c->policy = pol && strcmp(pol, "fifo") == 0 ? FLTRACE_POLICY_FIFO : FLTRACE_POLICY_CLOCK;
+	c->policy = config_policy(getenv(FLTRACE_ENV_POLICY));
 	const char *poll = getenv(FLTRACE_ENV_POLL);
 	/* adaptive (default): faults come in bursts, and waking an idle vCPU costs 50-100 us here
 	 * (make bench's floor rows), so a handler polls 100 us after a fault before it blocks;

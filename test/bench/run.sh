@@ -6,7 +6,9 @@
 # BENCH_ONLY="fillscan bfs floor" (a subset: workloads, `floor` for the userfaultfd floor alone,
 # `report` for the speed of `fltrace report`), BENCH_TIMEOUT (s per run, default 120),
 # BENCH_RECORD_OPTS (extra `fltrace record` options, e.g. "--poll spin"), BENCH_BFS_SCALE (graph of
-# 2^N vertices, default 19), FLTRACE_BUILD (build directory, default build).
+# 2^N vertices, default 19), FLTRACE_BUILD (build directory, default build), BENCH_POLICIES (eviction
+# policies run at a quarter of the peak besides the default, default: every policy of the table;
+# "" for none).
 # Times are never pass/fail: the exit status is non-zero only if the bench itself could not run.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,19 +27,19 @@ export LC_ALL=C # deterministic sort order and number formats, for every workloa
 
 # Sizes: full (≈10 min on 2 vCPUs) and quick.
 if [ "$QUICK" = 1 ]; then
-	FS_MB=64 LC_MB=16 PY_N=100000 SQL_ROWS=100000 SORT_LINES=200000 BFS_SCALE=18 FLOOR_PAGES=1024 FLOOR_REPS=3
+	FS_MB=64 LC_MB=16 HC_HOT_MB=6 HC_COLD_MB=64 PY_N=100000 SQL_ROWS=100000 SORT_LINES=200000 BFS_SCALE=18 FLOOR_PAGES=1024 FLOOR_REPS=3
 else
 	# At a quarter of the peak every workload re-fetches most of its memory many times (measured
 	# here: sort of 100 MB, 1.8M faults, 52 s per run; python with 1M keys, 0.94M faults, 42 s;
 	# bfs at scale 20 (1M vertices), 0.44M faults, 34 s): these sizes keep each quarter run to
 	# seconds and the whole bench under 10 minutes. BENCH_BFS_SCALE=20 runs the 1M-vertex graph.
-	FS_MB=256 LC_MB=64 PY_N=100000 SQL_ROWS=400000 SORT_LINES=300000 BFS_SCALE=19 FLOOR_PAGES=4096 FLOOR_REPS=5
+	FS_MB=256 LC_MB=64 HC_HOT_MB=24 HC_COLD_MB=256 PY_N=100000 SQL_ROWS=400000 SORT_LINES=300000 BFS_SCALE=19 FLOOR_PAGES=4096 FLOOR_REPS=5
 fi
 BFS_SCALE=${BENCH_BFS_SCALE:-$BFS_SCALE}
 # What can be run: the workloads, then the per-fault floor (uffd_floor.c: the figure the other
 # costs are compared with) and the speed of `fltrace report` (from the largest trace of this run,
 # and a synthetic one).
-ALL_WORKLOADS=(startup fillscan fillscan-8t libcalls bfs python sqlite sort)
+ALL_WORKLOADS=(startup fillscan fillscan-8t libcalls bfs hotcold python sqlite sort)
 KNOWN=("${ALL_WORKLOADS[@]}" floor report)
 SELECTED=("${KNOWN[@]}")
 if [ -n "${BENCH_ONLY:-}" ]; then
@@ -52,6 +54,12 @@ fi
 selected() { [[ " ${SELECTED[*]} " == *" $1 "* ]]; }
 WORKLOADS=()
 for w in "${ALL_WORKLOADS[@]}"; do selected "$w" && WORKLOADS+=("$w"); done
+# every policy of inc/fltrace/policies.h, the default first (its row is plain "quarter")
+DEFAULT_POLICY=$(sed -n 's/^#define FLTRACE_POLICY_DEFAULT "\(.*\)"/\1/p' "$ROOT/inc/fltrace/policies.h")
+ALL_POLICIES=$(sed -n 's/^[[:space:]]*X(\([a-z0-9_]*\),.*/\1/p' "$ROOT/inc/fltrace/policies.h" | tr '\n' ' ')
+read -r -a POLICIES <<< "${BENCH_POLICIES-$ALL_POLICIES}"
+QUARTER_MODES=(quarter)
+for p in "${POLICIES[@]}"; do [ "$p" != "$DEFAULT_POLICY" ] && QUARTER_MODES+=("quarter-$p"); done
 
 TMP=$(mktemp -d /tmp/fltrace-bench.XXXXXX)
 cleanup() { rm -rf "$TMP"; }
@@ -121,6 +129,8 @@ workload_cmd() {
 	# faults inside system calls libc makes (an fread straight into fresh memory): remote unwinds
 	libcalls) CMD=("$B/progs/libcalls-O2" "$TMP/libcalls.bin" $((LC_MB << 20))) ;;
 	bfs) CMD=("$BENCH_BIN/bfs" "$BFS_SCALE" 8 1) ;;
+	# irregular reuse: a hot subset touched between steps of a cold stream (recency pays here)
+	hotcold) CMD=("$B/progs/hotcold" "$HC_HOT_MB" "$HC_COLD_MB") ;;
 	python) CMD=(/usr/bin/python3 "$TMP/dict.py" "$PY_N") ;;
 	sqlite) CMD=(/usr/bin/sqlite3 :memory: ".read $TMP/table.sql") ;;
 	sort) CMD=(/usr/bin/sort -o "$TMP/sort.out" "$TMP/sort.in"); EXTRA_OUT=$TMP/sort.out ;;
@@ -144,7 +154,7 @@ stats_get() {
 
 # run_one WL MODE RUN: runs workload WL in MODE (native ample quarter perf perfstat) and appends
 # one line to $TMP/runs: wl mode run time_s rss_kb faults zero refetch trace_bytes nostack hwm
-# status outsum L_MB
+# status outsum L_MB soft
 run_one() {
 	local wl=$1 mode=$2 run=$3 dir=$TMP/trace/$1-$2 pre=() lmb=- status
 	workload_cmd "$wl"
@@ -154,11 +164,14 @@ run_one() {
 	ample) lmb=$AMPLE_MB ;;
 	nostack) lmb=$AMPLE_MB ;; # -S 1: faults served, (almost) none recorded
 	quarter) lmb=${QUARTER_MB[$wl]} ;;
+	quarter-*) lmb=${QUARTER_MB[$wl]} ;; # another policy than the default
 	perf) pre=("$PERF" record -e page-faults -c 1 -g -o "$dir/perf.data" --) ;;
 	perfstat) pre=("$PERF" stat -x, -e page-faults -o "$dir/perfstat.txt" --) ;;
 	esac
 	[ "$lmb" != - ] && pre=("$FLTRACE" record -L "$lmb" -M "$MAX_MB" "${RECORD_OPTS[@]}" -o "$dir" --)
 	[ "$mode" = nostack ] && pre=("$FLTRACE" record -L "$lmb" -M "$MAX_MB" -S 1 "${RECORD_OPTS[@]}" -o "$dir" --)
+	[ "${mode#quarter-}" != "$mode" ] && pre=("$FLTRACE" record -L "$lmb" -M "$MAX_MB" --policy "${mode#quarter-}" \
+		"${RECORD_OPTS[@]}" -o "$dir" --)
 	rm -f "$TMP/rs"
 	"$BENCH_BIN/runstat" "$TMP/rs" timeout -k 5 "$TIMEOUT" "${pre[@]}" "${CMD[@]}" \
 		> "$dir/stdout" 2> "$dir/stderr" < /dev/null
@@ -180,9 +193,10 @@ run_one() {
 		PROBLEMS+=("$wl/$mode run $run: output differs from the native run: ${pre[*]} ${CMD[*]}")
 	fi
 	[ "$mode" = native ] && [ "$status" = ok ] && OUTSUM[$wl]=$outsum
-	local faults=0 zero=0 refetch=0 tbytes=0 nostack=0 hwm=0
+	local faults=0 zero=0 refetch=0 tbytes=0 nostack=0 hwm=0 soft=0
 	case $mode in
-	ample | quarter | nostack)
+	ample | quarter | quarter-* | nostack)
+		soft=$(stats_get "$dir" faults_soft sum)
 		faults=$(stats_get "$dir" faults sum) zero=$(stats_get "$dir" faults_zp sum)
 		refetch=$(stats_get "$dir" faults_refetch sum) tbytes=$(stats_get "$dir" trace_bytes sum)
 		nostack=$(stats_get "$dir" faults_nostack sum) hwm=$(stats_get "$dir" vm_hwm max)
@@ -194,7 +208,7 @@ run_one() {
 	perfstat)
 		faults=$(awk -F, '$3 == "page-faults" { print $1 }' "$dir/perfstat.txt") ;;
 	esac
-	echo "$wl $mode $run $t $rss ${faults:-0} $zero $refetch $tbytes $nostack $hwm $status $outsum $lmb" >> "$TMP/runs"
+	echo "$wl $mode $run $t $rss ${faults:-0} $zero $refetch $tbytes $nostack $hwm $status $outsum $lmb $soft" >> "$TMP/runs"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -220,14 +234,14 @@ leaf_share() {
 }
 
 ROWS=() # CSV rows of the table, in order
-HEADER="workload,mode,L_MB,runs,time_s,time_min_s,time_max_s,x_native,faults,faults_zero,faults_refetch,us_per_fault,trace_bytes_per_fault,peak_rss_mb,perfstat_faults,zero_vs_perfstat_pct,leaf_src_pct,note"
+HEADER="workload,mode,L_MB,runs,time_s,time_min_s,time_max_s,x_native,faults,faults_zero,faults_refetch,us_per_fault,trace_bytes_per_fault,peak_rss_mb,perfstat_faults,zero_vs_perfstat_pct,leaf_src_pct,faults_soft,x_floor,note"
 
 summarize() { # WL: appends its rows to ROWS
 	local wl=$1 mode nat
 	nat=$(col "$wl" native 4 | med)
 	local pstat; pstat=$(col "$wl" perfstat 6 | med)
-	for mode in native ample nostack quarter perf; do
-		local n t tmin tmax x faults zero refetch usf bpf rss pct leaf note lmb
+	for mode in native ample nostack "${QUARTER_MODES[@]}" perf; do
+		local n t tmin tmax x faults zero refetch usf bpf rss pct leaf note lmb soft= xfl=
 		n=$(col "$wl" "$mode" 4 | wc -l)
 		lmb=$(awk -v w="$wl" -v m="$mode" '$1 == w && $2 == m && $3 > 0 { l = $14 } END { print l }' "$TMP/runs")
 		[ -z "$lmb" ] && continue
@@ -241,17 +255,24 @@ summarize() { # WL: appends its rows to ROWS
 			faults=$pstat zero= refetch=
 			rss=$(col "$wl" native 5 | med); rss=$(calc "printf \"%.0f\", ${rss:-0} / 1024")
 			note="faults: perf stat page-faults (all kinds)" ;;
-		ample | nostack | quarter | perf)
+		ample | nostack | quarter | quarter-* | perf)
 			usf=$(calc "if ($faults + 0 > 0 && \"$t\" != \"\") printf \"%.1f\", ($t - $nat) * 1e6 / $faults")
 			bpf=$(calc "if ($faults + 0 > 0) printf \"%.0f\", $(col "$wl" "$mode" 9 | med) / $faults")
 			;;&
 		nostack)
 			note="served, not recorded (-S 1): the cost without signal, stack and trace" ;;
-		ample | quarter)
+		ample | quarter | quarter-*)
 			rss=$(col "$wl" "$mode" 11 | med); rss=$(calc "printf \"%.0f\", ${rss:-0} / 1048576")
 			local lost; lost=$(col "$wl" "$mode" 10 | hi)
 			note="zero $zero refetch $refetch"
 			[ "${lost:-0}" != 0 ] && note="$note; nostack up to $lost" ;;&
+		quarter | quarter-*)
+			# all-in per recorded fault (soft faults and eviction included), against the
+			# handler-same-core floor of this run
+			soft=$(col "$wl" "$mode" 15 | med)
+			xfl=$(calc "if (\"$usf\" != \"\" && $FLOOR_H + 0 > 0) printf \"%.2f\", $usf / $FLOOR_H")
+			local pol=${mode#quarter-}; [ "$pol" = quarter ] && pol=$DEFAULT_POLICY
+			note="policy $pol; $note; soft $soft" ;;&
 		ample)
 			pct=$(calc "if ($pstat + 0 > 0) printf \"%.1f\", 100 * $zero / $pstat")
 			[ -n "${LEAF[$wl]:-}" ] && leaf=${LEAF[$wl]}
@@ -275,23 +296,23 @@ summarize() { # WL: appends its rows to ROWS
 		local bad; bad=$(awk -v w="$wl" -v m="$mode" '$1 == w && $2 == m && $12 != "ok" { print $12 }' "$TMP/runs" | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')
 		[ -n "$bad" ] && note="$note; FAILED RUNS: $bad"
 		[ "$n" = 0 ] && t= tmin= tmax= x=
-		ROWS+=("$wl,$mode,$lmb,$n,$t,$tmin,$tmax,$x,$faults,$zero,$refetch,$usf,$bpf,$rss,$pstat,$pct,$leaf,\"$note\"")
+		ROWS+=("$wl,$mode,$lmb,$n,$t,$tmin,$tmax,$x,$faults,$zero,$refetch,$usf,$bpf,$rss,$pstat,$pct,$leaf,$soft,$xfl,\"$note\"")
 	done
 }
 
 print_table() { # the CSV rows as an aligned table
-	printf '%-12s %-26s %6s %8s %-17s %6s %8s %7s %5s %6s  %s\n' workload mode "-L MB" "time s" "min-max" \
-		"x nat" faults "us/flt" "B/flt" "RSS MB" notes
+	printf '%-12s %-26s %6s %8s %-17s %6s %8s %7s %6s %5s %6s  %s\n' workload mode "-L MB" "time s" "min-max" \
+		"x nat" faults "us/flt" "x flr" "B/flt" "RSS MB" notes
 	local r
 	for r in "${ROWS[@]}"; do
 		local note=${r#*\"} head=${r%%,\"*}
 		note=${note%\"}
-		IFS=, read -r wl mode lmb n t tmin tmax x faults zero refetch usf bpf rss pstat pct leaf <<< "$head"
+		IFS=, read -r wl mode lmb n t tmin tmax x faults zero refetch usf bpf rss pstat pct leaf soft xfl <<< "$head"
 		local mm=-
 		[ -n "$tmin" ] && mm=$(printf '%.3g-%.3g' "$tmin" "$tmax")
-		printf '%-12s %-26s %6s %8s %-17s %6s %8s %7s %5s %6s  %s\n' "$wl" "$mode" "$lmb" \
+		printf '%-12s %-26s %6s %8s %-17s %6s %8s %7s %6s %5s %6s  %s\n' "$wl" "$mode" "$lmb" \
 			"$(fmt %.3f "$t")" "$mm" "$(fmt %s "$x")" "$(fmt %s "$faults")" "$(fmt %s "$usf")" \
-			"$(fmt %s "$bpf")" "$(fmt %s "$rss")" "$note"
+			"$(fmt %s "$xfl")" "$(fmt %s "$bpf")" "$(fmt %s "$rss")" "$note"
 	done
 }
 
@@ -320,7 +341,9 @@ for wl in "${WORKLOADS[@]}"; do
 		run_one "$wl" ample "$r"
 		# the same faults served without stacks or trace: what recording costs on top
 		[ "$wl" = fillscan ] && run_one "$wl" nostack "$r"
-		[ -n "${QUARTER_MB[$wl]:-}" ] && run_one "$wl" quarter "$r"
+		if [ -n "${QUARTER_MB[$wl]:-}" ]; then
+			for m in "${QUARTER_MODES[@]}"; do run_one "$wl" "$m" "$r"; done
+		fi
 		run_one "$wl" perf "$r"
 	done
 	# accuracy of the stacks on our own programs, from the last ample trace
@@ -354,18 +377,19 @@ if selected report; then
 	while IFS= read -r line; do REPORT_LINES+=("$line"); done < <(bash "$ROOT/test/bench/report_bench.sh" "$BUILD" 2>&1)
 fi
 
+FLOOR_H=$(awk -F, '$2 == "handler-same-core" { print $3 }' "$TMP/floor")
 for wl in "${WORKLOADS[@]}"; do summarize "$wl"; done
 while IFS=, read -r _ name m lo_ hi_; do
-	ROWS+=("floor,$name,,$FLOOR_REPS,,,,,,,,$m,,,,,,\"µs per fault, min-max $lo_-$hi_\"")
+	ROWS+=("floor,$name,,$FLOOR_REPS,,,,,,,,$m,,,,,,,,\"µs per fault, min-max $lo_-$hi_\"")
 done < "$TMP/floor"
 for line in "${REPORT_LINES[@]}"; do
 	# "report-NAME: N faults in T s = F faults/s"
 	name=${line%%:*} n=$(sed -n 's/.*: \([0-9]*\) faults in \([0-9.]*\) s = \([0-9]*\) faults\/s.*/\1 \2 \3/p' <<< "$line")
 	if [ -n "$n" ]; then
 		set -- $n
-		ROWS+=("report,${name#report-},,1,$2,,,,$1,,,,,,,,,\"$3 faults/s\"")
+		ROWS+=("report,${name#report-},,1,$2,,,,$1,,,,,,,,,,,\"$3 faults/s\"")
 	else
-		ROWS+=("report,${name#report-},,0,,,,,,,,,,,,,,\"${line#*: }\"")
+		ROWS+=("report,${name#report-},,0,,,,,,,,,,,,,,,,\"${line#*: }\"")
 	fi
 done
 
@@ -376,7 +400,7 @@ LATEST=latest
 [ -n "${BENCH_ONLY:-}" ] && LATEST=only-$(IFS=-; echo "${SELECTED[*]}")
 { echo "$HEADER"; printf '%s\n' "${ROWS[@]}"; } > "$RESULTS/$LATEST.csv"
 [ -z "${BENCH_ONLY:-}" ] && cp "$RESULTS/latest.csv" "$RESULTS/$DATE.csv"
-{ echo "workload mode run time_s rss_kb faults zero refetch trace_bytes nostack hwm status outsum L_MB"
+{ echo "workload mode run time_s rss_kb faults zero refetch trace_bytes nostack hwm status outsum L_MB soft"
   cat "$TMP/runs"; } | tr ' ' , > "$RESULTS/$LATEST-runs.csv"
 
 echo
@@ -403,7 +427,10 @@ cat <<- 'EOF'
 	over the runs, x nat the ratio of medians to native. faults: fltrace's recorded faults (native: `perf stat -e
 	page-faults`, every fault the kernel takes; perf: samples written). us/flt = (median time -
 	native median) / faults: what one recorded fault costs the program. B/flt: trace (or perf.data)
-	bytes per fault. RSS MB: peak RSS (native: the process; fltrace: VmHWM, which includes the far
+	bytes per fault. x flr (quarter rows): us/flt over the handler-same-core floor of this run, the
+	all-in cost of a fault (its share of evictions, soft faults and policy work included);
+	quarter-<policy>: a quarter -L with that eviction policy (quarter: the default), soft = faults
+	on pages on probation, served but not recorded. RSS MB: peak RSS (native: the process; fltrace: VmHWM, which includes the far
 	store, emulated in the process). Accuracy: zero = first-touch faults on tracked memory at ample -L,
 	as a share of all faults perf stat counts (perf also counts stack, library, file and page-table
 	faults that fltrace does not track, so below 100% is expected; far above 100% would be double

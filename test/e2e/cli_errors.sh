@@ -41,8 +41,15 @@ expect_error handlers_zero 2 "-C: '0' is zero; give the number of handler thread
 expect_error handlers_too_many 2 "-C: '65' is too large" "$FLTRACE" "${R[@]}" -C 65 -- true
 expect_error samplerate_junk 2 "-S: 'fast' is not a number" "$FLTRACE" "${R[@]}" -S fast -- true
 expect_error depth_too_large 2 "--depth: '513' is too large.*1 to 512" "$FLTRACE" "${R[@]}" --depth 513 -- true
-expect_error policy_unknown 2 "--policy: 'lru' is not a policy; give clock or fifo" \
+expect_error policy_unknown 2 "--policy: 'lru' is not a policy; give fifo, clock, random or sfifo" \
 	"$FLTRACE" "${R[@]}" --policy lru -- true
+# the runtime refuses an unknown policy too, rather than running another one
+if have_preload; then
+	mkdir -p "$TMP/envpolicy"
+	expect_error policy_unknown_env 125 "FLTRACE_POLICY: 'lru' is not an eviction policy; give one of fifo, clock" \
+		env FLTRACE_LOCALMEM=$((16 << 20)) FLTRACE_MAXMEM=$((64 << 20)) FLTRACE_OUTDIR="$TMP/envpolicy" \
+		FLTRACE_POLICY=lru LD_PRELOAD="$BUILD/lib/fltrace/libfltrace.so" "$PROGS/fillscan" 1 1
+fi
 expect_error poll_unknown 2 "--poll: 'sleep' is not a mode" "$FLTRACE" "${R[@]}" --poll sleep -- true
 expect_error cores_junk 2 "--cores: 'x' is not a number; give a CPU list" "$FLTRACE" "${R[@]}" --cores x -- true
 expect_error cores_reversed 2 "--cores: '1-0'" "$FLTRACE" "${R[@]}" --cores 1-0 -- true

@@ -23,6 +23,17 @@ for w in --localmem --maxmem --handlers --cores --samplerate --output --policy -
 done
 if [ $rc -ne 0 ] || [ -n "$missing" ]; then fail record_help_lists_options "exit $rc, missing:$missing"
 else pass record_help_lists_options; fi
+# every eviction policy of the table, each on its own line with its price
+missing=""
+for p in $(sed -n 's/^[[:space:]]*X(\([a-z0-9_]*\),.*/\1/p' "$ROOT/inc/fltrace/policies.h"); do
+	grep -Eq "^ {26}$p +[a-z]" <<<"$rec" || missing="$missing $p"
+done
+default=$(sed -n 's/^#define FLTRACE_POLICY_DEFAULT "\(.*\)"/\1/p' "$ROOT/inc/fltrace/policies.h")
+if [ -z "$missing" ] && grep -qF -- "--policy <p>        eviction policy (default $default)" <<<"$rec"; then
+	pass record_help_lists_policies
+else
+	fail record_help_lists_policies "missing:$missing (or the default $default)"
+fi
 expect_eq help_record_same_as_record_help "output" "$rec" "$("$FLTRACE" help record)"
 expect_eq record_short_help "output" "$rec" "$("$FLTRACE" record -h)"
 # --help wins over everything else on the line, even invalid options that follow it.
