@@ -14,6 +14,7 @@ Settings come from the environment (the Makefile passes its variables through):
   REAL_SUITES        suites to run (default "cpython glib")
   REAL_PY_TESTS      CPython modules: names, "default" or "all"
   REAL_GLIB_TESTS    GLib test programs: names, "default" or "all"
+  REAL_PY_ARGS       more regrtest options, e.g. "-m test_close_fds" or "-i test_extra_groups"
   REAL_TIMEOUT       seconds a native unit may take (default 300)
   REAL_SLOWDOWN      a traced unit may take this many times its native time ... (default 20)
   REAL_TIMEOUT_MIN   ... but at least this many seconds (default 120)
@@ -88,7 +89,7 @@ def session_processes(sid):
         except OSError:
             continue
         fields = st[st.rindex(")") + 2:].split()
-        if int(fields[3]) == sid:
+        if int(fields[3]) == sid and fields[0] != "Z":  # a zombie waits only for its parent
             pids.append(int(d))
     return sorted(pids)
 
@@ -171,7 +172,8 @@ class CPython:
 
     def argv(self, unit, outdir, limit):
         return [PYTHON, "-m", "test", "-v", "--timeout", str(max(10, int(limit) - 15)),
-                "--junit-xml", os.path.join(outdir, "junit.xml"), unit]
+                "--junit-xml", os.path.join(outdir, "junit.xml")] + \
+            shlex.split(os.environ.get("REAL_PY_ARGS", "")) + [unit]
 
     def read_cases(self, run, outdir, output):
         m = re.findall(r"^Tests? result: (.*)$", output, re.M)
@@ -238,7 +240,10 @@ class GLib:
         for line in output.splitlines():
             m = re.match(r"^(not ok|ok) \d+ (\S*)(.*)$", line)
             if m:
-                name = m.group(2) or f"#{len(run.cases) + 1}"
+                # a case named after its random seed (/queue/random/seed:N) is one case
+                name = re.sub(r"seed:\d+", "seed:*", m.group(2)) or f"#{len(run.cases) + 1}"
+                while name in run.cases:
+                    name += "+"
                 skip = re.search(r"#\s*(SKIP|TODO)", m.group(3), re.I)
                 run.cases[name] = SKIP if skip else PASS if m.group(1) == "ok" else FAIL
                 pending = ""
@@ -281,10 +286,16 @@ class Runner:
         r.outdir = d
         with open(log, errors="replace") as f:
             output = f.read()
+        if traced:
+            # record exits 128+N for a command killed by signal N, and says so
+            m = re.search(r"^fltrace: record: the command was killed by signal (\d+)", output, re.M)
+            if m and r.outcome == f"exit {128 + int(m.group(1))}":
+                r.outcome = f"killed by signal {m.group(1)}"
         suite.read_cases(r, outdir, output)
         if traced:
             r.tool_lines = [ln for ln in output.splitlines() if ln.startswith("fltrace:")
-                            and "recorded" not in ln and "not tracked" not in ln]
+                            and not re.match(r"fltrace: (recorded|note: up to|record: the command "
+                                             r"was killed)", ln)]
             if not self.keep:
                 shutil.rmtree(os.path.join(d, "trace"), ignore_errors=True)
         return r
@@ -297,7 +308,7 @@ class Runner:
 
 
 def differences(native, traced):
-    """(same, [(case, native status, traced status)]) with the run's outcome as one more case."""
+    """(number of cases with the same result, [(case, native status, traced status)])"""
     diffs = []
     same = 0
     for name in sorted(set(native.cases) | set(traced.cases)):
