@@ -140,6 +140,9 @@ def run_command(argv, cwd, limit, out_path):
         try:
             rc = p.wait(timeout=limit)
             outcome = exit_outcome(rc)
+        except KeyboardInterrupt:  # ^C stops the runner and the unit it runs
+            os.killpg(p.pid, signal.SIGKILL)
+            raise
         except subprocess.TimeoutExpired:
             hang = describe_hang(p.pid)
             outcome = f"timeout ({limit:.0f} s)"
@@ -368,6 +371,9 @@ def selected_units(args):
 
 
 def main():
+    # The units get SIGINT's default action even if the runner was started with it ignored (as a
+    # shell's background job is): CPython's tests of KeyboardInterrupt depend on it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     runner = Runner()
     if not os.access(runner.fltrace, os.X_OK):
         sys.exit(f"check-real: {runner.fltrace}: not built; run make first")
