@@ -13,6 +13,8 @@ PACKAGES=(
 	libxml2-utils chromium
 	linux-perf
 )
+# Arguments name other packages to install the same way instead (test/real/deps.sh does).
+[ $# -eq 0 ] || PACKAGES=("$@")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -24,4 +26,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 	$SUDO apt-get update -qq
 	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "deps.sh: all build and test dependencies are installed"
+[ $# -gt 0 ] || echo "deps.sh: all build and test dependencies are installed"
