@@ -18,6 +18,7 @@ Settings come from the environment (the Makefile passes its variables through):
   REAL_TIMEOUT       seconds a native unit may take (default 300)
   REAL_SLOWDOWN      a traced unit may take this many times its native time ... (default 20)
   REAL_TIMEOUT_MIN   ... but at least this many seconds (default 120)
+  REAL_TIMEOUT_MAX   ... and at most this many (default 900)
   REAL_RERUN         runs again every unit that differed, this many times (default 1)
   REAL_KEEP          1: keep the work directory (outputs of every run) and print where it is
 Arguments, if any, name the units and override the lists: cpython:test_os glib:thread
@@ -40,9 +41,10 @@ GLIB_TESTDIR = "/usr/share/installed-tests/glib"
 
 # CPython modules run by default: processes, threads, signals, fds, memory, files, and plain
 # compute-heavy ones; about 10 minutes natively + traced on an idle 2-core machine in all.
+# (test_socket is not one: its VSOCK tests hang natively in a VM that has a vsock device.)
 PY_DEFAULT = """
 test_os test_posix test_subprocess test_signal test_threading test_thread test_fork1 test_wait4
-test_mmap test_fcntl test_select test_resource test_pty test_tempfile test_shutil test_socket
+test_mmap test_fcntl test_select test_resource test_pty test_tempfile test_shutil
 test_gc test_json test_re test_zlib test_lzma test_bz2 test_hashlib test_pickle test_array
 test_dict test_set test_list test_sqlite3 test_struct test_bisect test_heapq test_sort
 test_concurrent_futures test_multiprocessing_forkserver
@@ -269,6 +271,7 @@ class Runner:
         self.native_limit = env_int("REAL_TIMEOUT", 300)
         self.slowdown = env_int("REAL_SLOWDOWN", 20)
         self.traced_min = env_int("REAL_TIMEOUT_MIN", 120)
+        self.traced_max = env_int("REAL_TIMEOUT_MAX", 900)
         self.reruns = env_int("REAL_RERUN", 1)
         self.keep = os.environ.get("REAL_KEEP", "") == "1"
         self.work = tempfile.mkdtemp(prefix="fltrace-check-real.")
@@ -305,7 +308,7 @@ class Runner:
 
     def run_pair(self, suite, unit):
         native = self.run_once(suite, unit, False, self.native_limit)
-        limit = max(self.traced_min, self.slowdown * native.seconds)
+        limit = min(max(self.traced_min, self.slowdown * native.seconds), self.traced_max)
         traced = self.run_once(suite, unit, True, limit)
         return native, traced
 
