@@ -75,6 +75,7 @@ class Run:
         self.outcome = ""
         self.seconds = 0.0
         self.cases = {}
+        self.case_seconds = {}
         self.last_started = ""
         self.tool_lines = []
         self.hang_report = ""
@@ -197,6 +198,7 @@ class CPython:
                     kinds = {c.tag for c in tc}
                     st = FAIL if kinds & {"failure", "error"} else SKIP if "skipped" in kinds else PASS
                     run.cases[tc.get("name")] = st
+                    run.case_seconds[tc.get("name")] = float(tc.get("time") or 0)
                 return
             except ET.ParseError:
                 run.cases.clear()
@@ -327,6 +329,16 @@ def differences(native, traced):
     return same, diffs
 
 
+def slow_cases(native, traced):
+    """Cases that took 30 s more traced and 10 times their native time: a wait that timed out?"""
+    slow = []
+    for name, t in traced.case_seconds.items():
+        n = native.case_seconds.get(name)
+        if n is not None and t >= n + 30 and t >= 10 * n:
+            slow.append(f"{name}: native {n:.1f}s, traced {t:.1f}s")
+    return slow
+
+
 def outcome_differs(native, traced):
     return native.outcome != traced.outcome
 
@@ -398,6 +410,8 @@ def main():
         print_unit(key, native, traced, same, diffs)
         if native.seconds > 0:
             ratios.append(traced.seconds / native.seconds)
+        for ln in slow_cases(native, traced):
+            print(f"    {key}: slow case {ln}", flush=True)
         if diffs or outcome_differs(native, traced):
             lines = []
             describe_diff(key, native, traced, diffs, lines)
