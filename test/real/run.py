@@ -47,7 +47,7 @@ PY_DEFAULT = """
 test_os test_posix test_subprocess test_signal test_threading test_thread test_fork1 test_wait4
 test_mmap test_fcntl test_select test_resource test_pty test_tempfile test_shutil
 test_gc test_json test_re test_zlib test_bz2 test_hashlib test_pickle test_array
-test_dict test_set test_list test_sqlite3 test_struct test_bisect test_heapq test_sort
+test_dict test_set test_list test_struct test_bisect test_heapq test_sort
 test_concurrent_futures test_multiprocessing_forkserver
 """.split()
 
