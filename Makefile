@@ -55,7 +55,7 @@ JEMALLOC_U := $(foreach s,$(JEMALLOC_SYMS),-Wl,-u,fltrace_je_$(s))
 
 TOOL_LIBS := -lelf -lz -lm
 
-.PHONY: all test test-loaded unit-test bench bench-anchor stress install clean progs
+.PHONY: all test test-loaded unit-test bench bench-anchor stress check-real install clean progs
 all: $(B)/bin/fltrace $(PRELOAD_LIB) progs
 # ./fltrace names the default build only: other BUILD trees do not repoint it.
 ifeq ($(B),build)
@@ -161,6 +161,15 @@ $(B)/bench/runstat: test/bench/runstat.c
 
 stress: all
 	@FLTRACE_BUILD=$(B) bash test/stress/run.sh
+
+# Real programs' own test suites, natively and under record (not part of test: it takes minutes
+# and installs its own Debian packages). REAL_* variables (test/real/run.py) choose suites, tests,
+# -L and record's options; REAL_UNITS names single units, e.g. cpython:test_os glib:thread.
+REAL_L ?= 16
+REAL_M ?= 4096
+check-real: all
+	@bash test/real/deps.sh
+	@FLTRACE_BUILD=$(B) REAL_L='$(REAL_L)' REAL_M='$(REAL_M)' /usr/bin/python3 test/real/run.py $(REAL_UNITS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/fltrace

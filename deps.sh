@@ -14,6 +14,8 @@ PACKAGES=(
 	libxml2-utils chromium protobuf-compiler python3-protobuf
 	linux-perf
 )
+# Arguments name other packages to install the same way instead (test/real/deps.sh does).
+[ $# -eq 0 ] || PACKAGES=("$@")
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -25,4 +27,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 	$SUDO apt-get update -qq
 	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "deps.sh: all build and test dependencies are installed"
+[ $# -gt 0 ] || echo "deps.sh: all build and test dependencies are installed"
