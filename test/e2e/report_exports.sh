@@ -14,7 +14,7 @@ D=$TMP/t; mkdir -p "$D"
 if [ -n "$libm" ]; then total=13 lat=96000; else total=12 lat=95000; fi
 
 # ---- pprof
-"$FLTRACE" report -i "$D" --format pprof > "$TMP/out" 2>&1
+"$FLTRACE" report -i "$D" --format pprof > "$TMP/out" 2> "$TMP/err" # stderr: the note on the fault without a stack
 P=$D/fltrace-data-report-1000.pb.gz
 expect_eq pprof_written "file named on stdout" "$P" "$(cat "$TMP/out")"
 PY=/usr/bin/python3 # Debian's python, where python3-protobuf is installed
