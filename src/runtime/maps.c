@@ -138,7 +138,7 @@ static void maps_open_text(void)
 	fmt_str(&f, "/fltrace-data-procmaps-");
 	fmt_u64(&f, (uint64_t)rt.pid);
 	fmt_str(&f, ".out");
-	mh.procmaps_fd = rt_fd_open(path, O_WRONLY | O_CREAT | O_APPEND, 0644, NULL);
+	mh.procmaps_fd = rt_fd_open(path, O_WRONLY | O_CREAT | O_APPEND, 0600, NULL);
 }
 
 /* Cheap when nothing changed (one read of /proc/self/maps); called at start, around dlopen and

@@ -183,7 +183,7 @@ int stats_start(void)
 	fmt_str(&f, ".out");
 	/* On the keeper: in the private table. (A fork child's st.fd was the parent's, in the
 	 * parent's private table: nothing to close here.) */
-	st.fd = rt_fd_open(path, O_WRONLY | O_CREAT | O_APPEND, 0644, NULL);
+	st.fd = rt_fd_open(path, O_WRONLY | O_CREAT | O_APPEND, 0600, NULL);
 	if (st.fd < 0)
 		return -1;
 	atomic_store(&st.stop, 0);

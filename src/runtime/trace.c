@@ -63,7 +63,7 @@ static int trace_create_file(void)
 	for (unsigned gen = 0; gen < 1000; gen++) {
 		fmt_init(&f, path, sizeof(path));
 		trace_name(&f, gen);
-		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			rt.exec_gen = gen;
 			return fd;

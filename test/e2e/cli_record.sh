@@ -180,3 +180,8 @@ for how in prefix/bin links; do
 	got=$("$TMP/$how/fltrace" record -L 16 -M 64 -o "$TMP/inst-out" -- printenv FLTRACE_PRELOAD 2>/dev/null)
 	expect_eq "preload_found_from_${how%%/*}" "FLTRACE_PRELOAD" "$TMP/prefix/lib/fltrace/libfltrace.so" "$got"
 done
+
+# The trace files hold the command line, addresses and paths: only their owner reads them (as perf's)
+(umask 022 && "$FLTRACE" record -L 16 -M 64 -o "$TMP/modes" -- true 2>/dev/null)
+modes=$(cd "$TMP/modes" && stat -c '%a' fltrace-data-trace-*.bin fltrace-data-stats-*.out fltrace-data-procmaps-*.out | sort -u | tr '\n' ' ')
+expect_eq trace_files_owner_only "modes of the trace, stats and maps files" "600 " "$modes"
