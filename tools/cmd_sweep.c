@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fltrace/policies.h"
+
 #include <fltrace/parse.h>
 
 #include "../src/analysis/svg_common.h"
@@ -61,8 +63,8 @@ static void sweep_help(void)
 "                          (MB unless a unit is given). Without -L, a first run with ample\n"
 "                          memory (-L = -M) measures the peak resident memory P, and the\n"
 "                          sizes are P/2, P/4, P/8 and P/16\n"
-"      --policy <list>     eviction policies to compare: clock, fifo or clock,fifo (default\n"
-"                          clock); every size runs once per policy\n"
+"      --policy <list>     eviction policies to compare, e.g. sfifo,fifo,clock (default: record's,\n"
+"                          " FLTRACE_POLICY_DEFAULT "); every size runs once per policy\n"
 "  -M, --maxmem <size>     local + far memory of every run (default: this machine's memory)\n"
 "  -o, --output <dir>      where the runs go (default ./" SWEEP_DEFAULT_DIR "); each run in\n"
 "                          <dir>/ample or <dir>/L<size>-<policy>, a trace 'fltrace report' and\n"
@@ -159,18 +161,22 @@ static int sweep_parse_policies(const char *arg, struct sweep_opts *o, struct sw
 	snprintf(o->policy_buf, sizeof(o->policy_buf), "%s", arg);
 	s->npolicies = 0;
 	for (char *tok = strtok_r(o->policy_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (strcmp(tok, "clock") && strcmp(tok, "fifo"))
-			return cli_error(CLI_EXIT_USAGE, "--policy", "'%s' is not a policy; give clock, "
-					 "fifo or clock,fifo", tok);
+		char names[256];
+		if (fltrace_policy_find(tok) < 0)
+			return cli_error(CLI_EXIT_USAGE, "--policy", "'%s' is not a policy; give a list of "
+					 "%s, e.g. sfifo,fifo", tok, fltrace_policy_list(names, sizeof(names)));
+		if (s->npolicies == SWEEP_MAX_POLICIES)
+			return cli_error(CLI_EXIT_USAGE, "--policy", "more than %d policies in '%s'; give "
+					 "fewer", SWEEP_MAX_POLICIES, arg);
 		for (size_t i = 0; i < s->npolicies; i++)
 			if (!strcmp(s->policies[i], tok))
 				return cli_error(CLI_EXIT_USAGE, "--policy", "'%s' is given twice; give "
-						 "each policy once, e.g. clock,fifo", tok);
+						 "each policy once, e.g. sfifo,fifo", tok);
 		s->policies[s->npolicies++] = tok;
 	}
 	if (!s->npolicies)
-		return cli_error(CLI_EXIT_USAGE, "--policy", "no policy in '%s'; give clock, fifo or "
-				 "clock,fifo", arg);
+		return cli_error(CLI_EXIT_USAGE, "--policy", "no policy in '%s'; give one or more, "
+				 "e.g. sfifo,fifo", arg);
 	return 0;
 }
 
@@ -668,7 +674,7 @@ int cmd_sweep(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	s.outdir = SWEEP_DEFAULT_DIR;
 	s.top = 15;
-	s.policies[0] = "clock";
+	s.policies[0] = FLTRACE_POLICY_DEFAULT;
 	s.npolicies = 1;
 	err = sweep_parse(argc, argv, &o, &s);
 	if (!err)

@@ -99,6 +99,9 @@ if "$FLTRACE" report -i "$D/L4M-clock" --by line --top 3 > "$TMP/rep" 2>&1 &&
 		"$D"/L4M-clock/fltrace-data-index-*.html; then pass sweep_report_visualize_one_run
 else fail sweep_report_visualize_one_run "$(tail -3 "$TMP/rep" "$TMP/vis")"; fi
 
+# the policy of runs without --policy: record's default
+DEF=$(sed -n 's/^#define FLTRACE_POLICY_DEFAULT "\(.*\)"/\1/p' "$ROOT/inc/fltrace/policies.h")
+
 # ---- sizes from the ample run's peak ----
 A=$TMP/auto
 timeout 300 "$FLTRACE" sweep -M 64 -o "$A" -- "$FS" 8 1 > /dev/null 2> "$TMP/err" < /dev/null
@@ -107,7 +110,7 @@ peak=$(awk -F, '$1 == "ample" { print $15 }' "$A/sweep.csv" 2>/dev/null)
 want="ample:$((64 << 20))"
 for k in 1 2 3 4; do
 	s=$(( ((${peak:-0} >> k) + 4095) / 4096 * 4096 ))
-	want="$want L$(( (s + 1023) / 1024 ))K-clock:$s"
+	want="$want L$(( (s + 1023) / 1024 ))K-$DEF:$s"
 done
 got=$(tail -n +2 "$A/sweep.csv" 2>/dev/null | awk -F, '{ printf "%s%s:%s", (NR > 1 ? " " : ""), $1, $3 }')
 if [ $rc -ne 0 ]; then fail sweep_auto_sizes "exit $rc: $(tail -2 "$TMP/err")"
@@ -123,8 +126,8 @@ timeout 120 "$FLTRACE" sweep -L 4,8 -M 64 -o "$O" -- sh -c \
 rc=$?
 outcol=$(tail -n +2 "$O/sweep.csv" 2>/dev/null | cut -d, -f1,19 | tr '\n' ' ')
 if [ $rc != 1 ]; then fail sweep_output_differs "exit $rc, expected 1: $(tail -2 "$TMP/err")"
-elif [ "$outcol" != "L8M-clock,same L4M-clock,differs " ]; then fail sweep_output_differs "output column: $outcol"
-elif ! grep -q '^fltrace: sweep: L4M-clock: stdout differs from line 1 of L8M-clock' "$TMP/err"; then
+elif [ "$outcol" != "L8M-$DEF,same L4M-$DEF,differs " ]; then fail sweep_output_differs "output column: $outcol"
+elif ! grep -q "^fltrace: sweep: L4M-$DEF: stdout differs from line 1 of L8M-$DEF" "$TMP/err"; then
 	fail sweep_output_differs "no note naming the run: $(cat "$TMP/err")"
 elif [ "$(tail -1 "$TMP/err" | grep -c '^fltrace: sweep: the command.s output differed in 1 of 2 runs.*; ')" != 1 ]; then
 	fail sweep_output_differs "last line: $(tail -1 "$TMP/err")"
@@ -135,7 +138,7 @@ I=$TMP/stdin
 printf 'one\ntwo\nthree\n' | timeout 120 "$FLTRACE" sweep -L 1,2 -M 64 -o "$I" -- wc -l > /dev/null 2> "$TMP/err"
 rc=$?
 if [ $rc -ne 0 ]; then fail sweep_stdin_each_run "exit $rc: $(tail -2 "$TMP/err")"
-elif [ "$(cat "$I/L2M-clock/stdout" "$I/L1M-clock/stdout" 2>/dev/null | tr -d ' ' | tr '\n' ' ')" != "3 3 " ]; then
+elif [ "$(cat "$I/L2M-$DEF/stdout" "$I/L1M-$DEF/stdout" 2>/dev/null | tr -d ' ' | tr '\n' ' ')" != "3 3 " ]; then
 	fail sweep_stdin_each_run "wc -l printed: $(cat "$I"/*/stdout 2>/dev/null | tr '\n' ' ')"
 else pass sweep_stdin_each_run; fi
 
