@@ -203,6 +203,8 @@ static void rt_die_uffd(int err)
 static int rt_open_process_fds(void *starter_tid)
 {
 	int fd = uffd_open(false, &rt.uffd_features);
+	if (fd == -EPERM || fd == -EACCES)
+		return fd; /* a process that gave up root before this exec: rt_start_process decides */
 	if (fd < 0)
 		rt_die_uffd(fd);
 	rt.uffd = rt_fd_own(fd);
@@ -243,6 +245,23 @@ static int rt_open_process_fds(void *starter_tid)
 	return 0;
 }
 
+/* `record` checked that the command may use userfaultfd, so a process refused it is a descendant
+ * that gave up root and then exec'd (subprocess with user=, a daemon dropping privileges): it runs
+ * as it would untraced, its memory the kernel's, rather than being stopped. Said once, on stderr. */
+static void rt_run_untraced(void)
+{
+	char buf[256];
+	struct fmt f;
+	fmt_init(&f, buf, sizeof(buf));
+	fmt_str(&f, "pid ");
+	fmt_u64(&f, (uint64_t)getpid());
+	fmt_str(&f, " runs untraced: uid ");
+	fmt_u64(&f, (uint64_t)geteuid());
+	fmt_str(&f, " may not use userfaultfd (the program gave up root before this exec)");
+	rt_log(buf);
+	atomic_store(&rt.phase, RT_DISABLED);
+}
+
 /* Everything that needs the process's identity: the fds, the far store, the files, the threads. */
 void rt_start_process(void)
 {
@@ -255,7 +274,11 @@ void rt_start_process(void)
 	if (err < 0)
 		rt_die("runtime", "cannot give fltrace's fds a table of their own (a thread with unshare)",
 		       "check the thread limit (ulimit -u) and that unshare(CLONE_FILES) is allowed");
-	fdtable_call(rt_open_process_fds, (void *)(intptr_t)rt_gettid());
+	err = fdtable_call(rt_open_process_fds, (void *)(intptr_t)rt_gettid());
+	if (err == -EPERM || err == -EACCES) {
+		rt_run_untraced();
+		return;
+	}
 	/* Faults can be served now: the loader's code and read-only data may become tracked too. */
 	loader_take_over(true);
 	maps_snapshot();

@@ -90,6 +90,18 @@ stop = threading.Event()
 t = threading.Thread(target=stop.wait); t.start()
 print(subprocess.run(["/usr/bin/id", "-G"], group=5, extra_groups=[6, 7], capture_output=True, text=True).stdout, end="")
 stop.set(); t.join()'
+	# a child that gives up root and then execs (subprocess with user=): it may not use
+	# userfaultfd any more, and runs untraced instead of being stopped (it exited 125 before)
+	same_run setid_python_subprocess_user $PY -c '
+import subprocess, sys
+r = subprocess.run([sys.executable, "-c", "import os; print(os.getuid(), sum(range(10**6)))"],
+                   user=65534, stdout=subprocess.PIPE, text=True)
+print(r.returncode, r.stdout, end="")' &&
+		if grep -q "^fltrace: pid [0-9]* runs untraced: uid 65534 may not use userfaultfd" "$TMP/setid_python_subprocess_user/err"; then
+			pass setid_python_subprocess_user_said
+		else
+			fail setid_python_subprocess_user_said "no note on stderr: $(head -c 300 "$TMP/setid_python_subprocess_user/err")"
+		fi
 fi
 
 # --- thread lifetimes: the process ends when the program's last thread does ---
