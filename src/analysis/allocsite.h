@@ -55,7 +55,7 @@ struct as_report {
 	struct as_row *rows;         /* most faults first; the no-recorded-allocation row included */
 	size_t nrows;
 	uint64_t total, attributed;
-	uint64_t sampled_allocs, big_allocs, map_allocs, sample_bytes; /* from the traces */
+	uint64_t sampled_allocs, big_allocs, map_allocs; /* allocation records of each kind */
 	struct symbolizer *sym;
 	struct maps_history **maps;
 	size_t nmaps;

@@ -110,20 +110,29 @@ static int as_row_cmp(const void *a, const void *b)
 }
 
 /* The row of a site: an existing one with the same allocation stack (code, functions, objects),
- * as two processes or two call addresses of one line give, or a new one. */
-static struct as_row *as_row_for(struct as_report *r, char *code, char *funcs, char *libs)
+ * as two processes or two call addresses of one line give, or a new one. Rows are numbered as
+ * their keys are first interned, so a key's id is its row. */
+static struct as_row *as_row_for(struct as_report *r, struct intern *keys, char *code, char *funcs,
+				 char *libs)
 {
-	for (size_t i = 0; i < r->nrows; i++)
-		if (!strcmp(r->rows[i].code, code) && !strcmp(r->rows[i].funcs, funcs) &&
-		    !strcmp(r->rows[i].libs, libs)) {
-			free(code);
-			free(funcs);
-			free(libs);
-			return &r->rows[i];
-		}
+	char *key = NULL;
+	bool fresh = false;
+	int64_t id = asprintf(&key, "%s\x1f%s\x1f%s", code, funcs, libs) < 0 ? -ENOMEM :
+		     intern_id(keys, key, &fresh);
+	free(key);
+	if (id < 0 || !fresh) {
+		free(code);
+		free(funcs);
+		free(libs);
+		return id < 0 ? NULL : &r->rows[id];
+	}
 	struct as_row *n = realloc(r->rows, (r->nrows + 1) * sizeof(*n));
-	if (!n)
+	if (!n) {
+		free(code);
+		free(funcs);
+		free(libs);
 		return NULL;
+	}
 	r->rows = n;
 	memset(&r->rows[r->nrows], 0, sizeof(*n));
 	r->rows[r->nrows].code = code;
@@ -136,6 +145,8 @@ static int as_rows_build(struct as_report *r, const struct allocsites *a)
 {
 	const struct as_site *sites;
 	size_t n = allocsites_sites(a, &sites);
+	struct intern keys = { 0 };
+	int ret = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct as_site *s = &sites[i];
 		if (!s->faults && !s->objects)
@@ -144,12 +155,15 @@ static int as_rows_build(struct as_report *r, const struct allocsites *a)
 		char *code = named ? as_join(r->sym, s, 0) : strdup(i == 0 ? AS_NO_ALLOC : AS_NO_STACK);
 		char *funcs = named ? as_join(r->sym, s, 1) : strdup("");
 		char *libs = named ? as_join(r->sym, s, 2) : strdup("");
-		struct as_row *row = code && funcs && libs ? as_row_for(r, code, funcs, libs) : NULL;
+		struct as_row *row = code && funcs && libs ? as_row_for(r, &keys, code, funcs, libs) : NULL;
 		if (!row) {
-			free(code);
-			free(funcs);
-			free(libs);
-			return -ENOMEM;
+			if (!(code && funcs && libs)) {
+				free(code);
+				free(funcs);
+				free(libs);
+			}
+			ret = -ENOMEM;
+			break;
 		}
 		row->where = named ? as_first_known(r->sym, s->frames, s->depth) : row->code;
 		row->kind = named ? as_kind_name(s->kind) : "";
@@ -159,11 +173,15 @@ static int as_rows_build(struct as_report *r, const struct allocsites *a)
 		row->zero += s->zero;
 		row->refetch += s->refetch;
 		row->other += s->other;
-		for (size_t c = 0; c < s->ncalls; c++)
-			if (as_call_add(row, as_first_known(r->sym, s->calls[c].frames, s->calls[c].nframes),
-					s->calls[c].count))
-				return -ENOMEM;
+		for (size_t c = 0; c < s->ncalls && !ret; c++)
+			ret = as_call_add(row, as_first_known(r->sym, s->calls[c].frames, s->calls[c].nframes),
+					  s->calls[c].count);
+		if (ret)
+			break;
 	}
+	intern_free(&keys);
+	if (ret)
+		return ret;
 	for (size_t i = 0; i < r->nrows; i++)
 		qsort(r->rows[i].calls, r->rows[i].ncalls, sizeof(*r->rows[i].calls), as_call_cmp);
 	qsort(r->rows, r->nrows, sizeof(*r->rows), as_row_cmp);

@@ -7,9 +7,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
-
 #include "rt.h"
 
 /* Recorded malloc-family pointers, so that free() knows which frees to record. A free that is
@@ -116,23 +113,10 @@ static bool table_remove(uintptr_t p)
 	return false;
 }
 
-/* The caller's stack without our own frames (the wrappers of preload/). */
-static uint32_t allocs_stack(void)
-{
-	void *buf[FLTRACE_MAX_STACK_DEPTH + 8];
-	uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
-	int n = unw_backtrace(buf, (int)rt.cfg.stack_depth + 8);
-	unsigned d = 0;
-	for (int i = 0; i < n && d < rt.cfg.stack_depth; i++)
-		if (d || !prefault_is_own_frame((uint64_t)buf[i]))
-			ips[d++] = (uint64_t)buf[i];
-	return d ? trace_stack_id(ips, d) : FT_NO_STACK;
-}
-
 static void allocs_write(uintptr_t p, size_t size, unsigned kind, unsigned flags)
 {
 	uint32_t rsize = ft_rec_size(sizeof(struct ft_alloc));
-	uint32_t stack = allocs_stack();
+	uint32_t stack = prefault_caller_stack();
 	struct ft_alloc *rec = trace_reserve(rsize);
 	if (!rec)
 		return;

@@ -44,6 +44,20 @@ bool prefault_is_own_frame(uint64_t ip)
 	return ip >= self.lo && ip < self.hi;
 }
 
+/* The stack of the program's call into one of our wrappers, without our own frames, interned in
+ * the trace (FT_NO_STACK if none). Callers set rt_tls_internal: the unwinder's memory is ours. */
+uint32_t prefault_caller_stack(void)
+{
+	void *buf[FLTRACE_MAX_STACK_DEPTH + 8];
+	uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
+	int n = unw_backtrace(buf, (int)rt.cfg.stack_depth + 8);
+	unsigned d = 0;
+	for (int i = 0; i < n && d < rt.cfg.stack_depth; i++)
+		if (d || !prefault_is_own_frame((uint64_t)buf[i]))
+			ips[d++] = (uint64_t)buf[i];
+	return d ? trace_stack_id(ips, d) : FT_NO_STACK;
+}
+
 /* Touches (reads) the missing pages of [buf, buf+len) in batches, at most half of local memory:
  * a larger buffer would only evict its own first pages again. */
 bool prefault_range(const void *buf, size_t len, int nr, bool kernel_writes)
@@ -91,15 +105,8 @@ void prefault_call_begin(int nr)
 	int saved_errno = errno;
 	struct rt_thread *t = threads_get(rt_gettid());
 	if (t) {
-		void *buf[FLTRACE_MAX_STACK_DEPTH + 8];
-		uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
 		rt_tls_internal++;
-		int n = unw_backtrace(buf, (int)rt.cfg.stack_depth + 8);
-		unsigned d = 0;
-		for (int i = 0; i < n && d < rt.cfg.stack_depth; i++)
-			if (d || !prefault_is_own_frame((uint64_t)buf[i]))
-				ips[d++] = (uint64_t)buf[i];
-		atomic_store(&t->call_stack, d ? trace_stack_id(ips, d) : FT_NO_STACK);
+		atomic_store(&t->call_stack, prefault_caller_stack());
 		atomic_store(&t->call_nr, nr);
 		rt_tls_internal--;
 	}

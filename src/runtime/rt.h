@@ -165,6 +165,7 @@ bool prefault_range(const void *buf, size_t len, int nr, bool kernel_writes); /*
 void prefault_call_begin(int nr); /* the kernel will fault in the call: leave the caller's stack */
 void prefault_call_end(void);
 bool prefault_is_own_frame(uint64_t ip);
+uint32_t prefault_caller_stack(void); /* the caller's stack without our frames, interned */
 
 /* ---- stacks of threads inside a system call (sysstack.c) ---- */
 void sysstack_objects_refresh(void); /* the loaded objects' unwind tables; never from a handler */
