@@ -45,12 +45,20 @@ bool prefault_is_own_frame(uint64_t ip)
 }
 
 /* The stack of the program's call into one of our wrappers, without our own frames, interned in
- * the trace (FT_NO_STACK if none). Callers set rt_tls_internal: the unwinder's memory is ours. */
+ * the trace (FT_NO_STACK if none). Callers set rt_tls_internal: the unwinder's memory is ours.
+ * The thread is marked busy meanwhile, as in our stack handler: libunwind holds its cache lock
+ * while it walks the loader's list (dl_iterate_phdr), whose link_maps of dlopen'd objects are on
+ * the tracked heap; a fault there must be served without the stack signal, whose handler would
+ * take that lock again on this thread and never return (seen: python3 at -L 2, threads importing). */
 uint32_t prefault_caller_stack(void)
 {
 	void *buf[FLTRACE_MAX_STACK_DEPTH + 8];
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
+	struct rt_thread *t = threads_get(rt_gettid());
+	int was_busy = t ? atomic_exchange(&t->busy, 1) : 0;
 	int n = unw_backtrace(buf, (int)rt.cfg.stack_depth + 8);
+	if (t)
+		atomic_store(&t->busy, was_busy);
 	unsigned d = 0;
 	for (int i = 0; i < n && d < rt.cfg.stack_depth; i++)
 		if (d || !prefault_is_own_frame((uint64_t)buf[i]))
