@@ -1,0 +1,44 @@
+/* The fault path's own interfaces, shared by its files only: threadstate.c (what the faulting thread
+ * does) -> stack.c (its stack) -> record.c (its record) -> serve.c (its page) -> handler.c (the loop). */
+#ifndef FLTRACE_FAULT_H
+#define FLTRACE_FAULT_H
+
+#include "rt.h"
+
+/* ---- threadstate.c: /proc/self/task/<tid>/{syscall,status} ---- */
+struct syscall_state {
+	long nr; /* -1: a fault in user mode */
+	uint64_t sp, pc;
+};
+/* 0, -EAGAIN (never seen asleep in its fault) or another -errno. */
+int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_state *s);
+/* Whether the thread still sleeps where it was seen (same system call or none, pc and sp). */
+bool still_in_state(struct rt_thread *t, int tid, const struct syscall_state *was);
+bool thread_blocks_signal(int tid); /* true if it is gone */
+/* Where the stack signal queued to a thread stands (see threadstate.c). */
+enum sig_fate { SIG_COMING, SIG_HELD, SIG_GONE };
+enum sig_fate thread_signal_fate(int tid);
+
+/* ---- stack.c: the stack signal's handler (handler_signal_init in rt.h), and unwinding a
+ *      sleeping thread from a handler thread: 0 frames if it did not stay asleep ---- */
+unsigned unwind_sleeping(struct rt_thread *t, int tid, const struct syscall_state *s, uint64_t *ips);
+
+/* ---- record.c ---- */
+bool sample_take(void); /* false: past -S's rate this second, serve without recording */
+void fault_fill(struct ft_fault *f, const struct rt_thread *t, int tid);
+uint32_t latency_since(uint64_t arrival_ns);
+bool slot_has_call_stack(const struct rt_thread *slot, long nr);
+void count_fault(uint16_t flags, uint8_t kind);
+void count_nostack(enum rt_nostack why);
+void record_without_stack(struct rt_thread *t, struct rt_thread *slot, int tid,
+			  const struct syscall_state *s, const uint64_t *ips, unsigned depth,
+			  enum rt_nostack why);
+
+/* ---- serve.c (fault_bring_in in rt.h: fork.c serves pages too) ---- */
+int serve_init(void);
+/* A page on probation comes back without a recorded fault; false if it is not on probation. */
+bool fault_serve_soft(uintptr_t addr, int fd);
+/* Brings the page in, the stack signal queued around it if *signal; false if nothing to serve. */
+bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, bool *signal);
+
+#endif

@@ -1,0 +1,198 @@
+/* A fault's stack: taken by the faulting thread itself in the stack signal's handler, at its
+ * faulting instruction, or unwound by a handler thread while the faulting thread sleeps. */
+#include <errno.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "fault.h"
+
+static __thread struct rt_thread *tls_thread;
+
+static unsigned stack_from_unwinder(uint64_t *ips, unsigned max, uint64_t fault_ip)
+{
+	void *buf[FLTRACE_MAX_STACK_DEPTH + 16];
+	int n = unw_backtrace(buf, (int)(max + 16));
+	for (int i = 0; i < n; i++) {
+		if ((uint64_t)buf[i] != fault_ip)
+			continue;
+		unsigned d = 0;
+		for (int j = i; j < n && d < max; j++)
+			ips[d++] = (uint64_t)buf[j];
+		/* More frames than kept, or the buffer filled up: the stack was cut at --depth. */
+		if (n - i > (int)max || n == (int)(max + 16))
+			atomic_fetch_add(&rt.stats.stacks_cut, 1);
+		return d;
+	}
+	return 0;
+}
+
+/* The slow but sure way: unwind from the signal's context itself. */
+static unsigned stack_from_context(uint64_t *ips, unsigned max, ucontext_t *uc)
+{
+	unw_cursor_t cur;
+	unsigned d = 0;
+	if (unw_init_local2(&cur, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) < 0)
+		return 0;
+	do {
+		unw_word_t ip;
+		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0)
+			break;
+		ips[d++] = ip;
+	} while (d < max && unw_step(&cur) > 0);
+	return d;
+}
+
+/* The signal arrived in a handler of the program's own signal that interrupted the thread at its
+ * fault (the kernel sets up a frame for every deliverable signal on one return to user space; the
+ * last one set up runs first): the stack is unwound from the signal's context down through the
+ * program's signal frame to the one that holds the fault's pc and stack pointer. 0 frames if
+ * there is none (the thread had moved past its fault). */
+static unsigned stack_from_fault_frame(uint64_t *ips, unsigned max, ucontext_t *uc, uint64_t pc, uint64_t sp)
+{
+	unw_cursor_t cur;
+	unw_word_t ip, fsp;
+	if (unw_init_local2(&cur, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) < 0)
+		return 0;
+	for (unsigned frames = 0;; frames++) {
+		if (frames > 4 * FLTRACE_MAX_STACK_DEPTH || unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 ||
+		    unw_get_reg(&cur, UNW_REG_SP, &fsp) < 0)
+			return 0;
+		/* libunwind marks a frame reached through a signal frame as one: its ip is exact,
+		 * an interrupted instruction rather than a return address. */
+		if (ip == pc && fsp == sp && unw_is_signal_frame(&cur) > 0)
+			break;
+		if (unw_step(&cur) <= 0)
+			return 0;
+	}
+	unsigned d = 0;
+	int more;
+	do {
+		if (unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0)
+			return d;
+		ips[d++] = ip;
+	} while ((more = unw_step(&cur)) > 0 && d < max);
+	if (more > 0)
+		atomic_fetch_add(&rt.stats.stacks_cut, 1);
+	return d;
+}
+
+/* A fault taken while bringing in a system call's buffer (prefault.c) is the system call's: its
+ * stack starts at the program's call site, our own frames dropped. */
+static unsigned stack_for_syscall(struct ft_fault *f, uint64_t *ips, unsigned d)
+{
+	unsigned skip = 0;
+	while (skip < d && prefault_is_own_frame(ips[skip]))
+		skip++;
+	for (unsigned i = skip; i < d; i++)
+		ips[i - skip] = ips[i];
+	d -= skip;
+	f->origin = FT_ORIGIN_SYSCALL;
+	f->syscall_nr = rt_tls_prefault.nr;
+	f->ip = d ? ips[0] : 0;
+	f->flags = (uint16_t)((f->flags & ~FT_FLAG_WRITE) | (rt_tls_prefault.kernel_writes ? FT_FLAG_WRITE : 0));
+	atomic_fetch_add(&rt.stats.faults_syscall, 1);
+	return d;
+}
+
+/* The stack at the fault, from the signal's context. The signal was queued before the page was put
+ * in place, so the thread has not run past its fault: the signal arrived at the faulting
+ * instruction, or in a handler of the program's own signal that interrupted it there. */
+static unsigned stack_at_fault(const struct rt_thread *t, ucontext_t *uc, uint64_t *ips)
+{
+	uint64_t ip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+	if (ip != t->pc_at_fault)
+		return stack_from_fault_frame(ips, rt.cfg.stack_depth, uc, t->pc_at_fault, t->sp_at_fault);
+	unsigned d = stack_from_unwinder(ips, rt.cfg.stack_depth, ip);
+	return d ? d : stack_from_context(ips, rt.cfg.stack_depth, uc);
+}
+
+/* Returns once the handler has put the page in place: 1, or 2 if it could not (the thread then
+ * faults again). Returning earlier would only fault again. Almost always the page is there by now
+ * (waking this thread took longer than the copy); if not, the handler thread was most likely
+ * preempted by this one on its CPU: sleep, so that it runs (spinning or yielding measured 5x
+ * slower on a busy machine), and it wakes us. */
+static int wait_served(struct rt_thread *t)
+{
+	int served;
+	for (unsigned spins = 0; spins < 200; spins++) {
+		if ((served = atomic_load(&t->served)) != 0)
+			return served;
+		__builtin_ia32_pause();
+	}
+	atomic_store(&t->served_waiter, 1);
+	while ((served = atomic_load(&t->served)) == 0)
+		syscall(SYS_futex, (int *)&t->served, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	atomic_store(&t->served_waiter, 0);
+	return served;
+}
+
+static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	struct rt_thread *t = tls_thread;
+	if (!t || atomic_load(&t->tid) != rt_gettid())
+		t = tls_thread = threads_find(rt_gettid());
+	int expected = REQ_PENDING;
+	if (!t || !atomic_compare_exchange_strong(&t->state, &expected, REQ_TAKEN))
+		goto out;
+	atomic_store(&t->busy, 1);
+	rt_tls_internal++;
+	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
+	unsigned d = stack_at_fault(t, ucv, ips); /* meanwhile the handler puts the page in */
+	if (wait_served(t) == 1) {
+		/* The request is complete only now (its kind: zero, re-fetch or file). */
+		struct ft_fault f;
+		fault_fill(&f, t, atomic_load(&t->tid));
+		f.ip = t->pc_at_fault;
+		f.origin = FT_ORIGIN_USER;
+		if (rt_tls_prefault.nr >= 0)
+			d = stack_for_syscall(&f, ips, d);
+		if (d) {
+			f.stack_id = trace_stack_id(ips, d);
+			f.stack_status = FT_STACK_OK;
+		} else {
+			f.stack_status = FT_STACK_NONE;
+			bool at_fault = (uint64_t)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP] == t->pc_at_fault;
+			count_nostack(at_fault ? NOSTACK_UNWIND : NOSTACK_MOVED);
+		}
+		f.latency_ns = latency_since(t->arrival_ns);
+		trace_write_fault(&f);
+	}
+	rt_tls_internal--;
+	atomic_store(&t->busy, 0);
+	atomic_store(&t->state, REQ_IDLE);
+out:
+	errno = saved_errno;
+}
+
+void handler_signal_init(void)
+{
+	rt.sig = SIGRTMAX - 2;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = handler_on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	syscall(SYS_rt_sigaction, rt.sig, NULL, NULL, 8); /* probe: the signal exists */
+	rt_real_sigaction(rt.sig, &sa, NULL);
+}
+
+bool handler_owns_signal(int sig)
+{
+	return rt.phase != RT_OFF && sig == rt.sig;
+}
+
+/* The stack of a sleeping thread, unwound from here; 0 frames if it did not stay asleep. */
+unsigned unwind_sleeping(struct rt_thread *t, int tid, const struct syscall_state *s, uint64_t *ips)
+{
+	bool fresh;
+	unsigned depth = sysstack_unwind(tid, s->nr, s->pc, s->sp, ips, rt.cfg.stack_depth, &fresh);
+	/* A stack reused from the cache had its return addresses checked in place already. */
+	if (depth && fresh && !still_in_state(t, tid, s))
+		depth = 0;
+	return depth;
+}
