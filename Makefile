@@ -126,6 +126,11 @@ $(foreach m,$(RUNTIME_UNIT_MODS),$(B)/test/unit/test_$(m)): $(B)/test/unit/test_
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TOOL) -o $@ $< $(B)/obj/src/runtime/$*.o $(COMMON_OBJ) $(TOOL_LIBS)
 
+# The lock-order check is a debug build's: its test builds lock.c with it on, whatever the build.
+$(B)/test/unit/test_lock: test/unit/test_lock.c src/runtime/lock.c src/runtime/lock.h $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TOOL) -DFLTRACE_DEBUG -o $@ test/unit/test_lock.c src/runtime/lock.c $(COMMON_OBJ)
+
 # The policies run outside a traced process too: their unit test links them with a simulated memory.
 POLICY_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard src/runtime/policy*.c))
 $(B)/test/unit/test_policy: test/unit/test_policy.c $(POLICY_OBJ) $(COMMON_OBJ)

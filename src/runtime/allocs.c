@@ -178,9 +178,11 @@ void allocs_heap_slow(void *p, size_t size)
 		return;
 	int saved_errno = errno;
 	rt_tls_internal++; /* the unwinder's own memory is not the program's */
+	lock_order_take(LOCK_ALLOCS);
 	pthread_mutex_lock(&al.lock);
 	bool kept = table_insert((uintptr_t)p);
 	pthread_mutex_unlock(&al.lock);
+	lock_order_drop(LOCK_ALLOCS);
 	if (kept) {
 		allocs_write((uintptr_t)p, size, FT_ALLOC_MALLOC, sampled ? FT_ALLOC_SAMPLED : 0);
 		atomic_fetch_add(sampled ? &rt.stats.allocs_sampled : &rt.stats.allocs_big, 1);
@@ -196,9 +198,11 @@ void allocs_heap_free_slow(void *p)
 	if (!al.on)
 		return;
 	int saved_errno = errno;
+	lock_order_take(LOCK_ALLOCS);
 	pthread_mutex_lock(&al.lock);
 	bool was = table_remove((uintptr_t)p);
 	pthread_mutex_unlock(&al.lock);
+	lock_order_drop(LOCK_ALLOCS);
 	if (was && allocs_recording())
 		allocs_write_free((uintptr_t)p, 0);
 	errno = saved_errno;

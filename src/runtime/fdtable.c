@@ -30,7 +30,7 @@ static struct {
 	pthread_t thread;
 	_Atomic int tid;                       /* the keeper; 0 before it runs and in a fork child */
 	_Atomic uint64_t owned[RT_FDS_MAX / 64]; /* numbers of the private table that are ours */
-	_Atomic int lock;
+	struct rt_spinlock lock;
 	_Atomic uint32_t posted, done;         /* futex words */
 	struct keeper_req *req;
 	int keep[KEEP_MAX];                    /* program-table fds the new table takes over (fork) */
@@ -167,7 +167,7 @@ void fdtable_fork_child(void)
 	atomic_store(&kp.tid, 0);
 	for (unsigned i = 0; i < RT_FDS_MAX / 64; i++)
 		atomic_store(&kp.owned[i], 0);
-	atomic_store(&kp.lock, 0);
+	rt_spin_reset(&kp.lock);
 	atomic_store(&kp.posted, 0);
 	atomic_store(&kp.done, 0);
 }
@@ -177,8 +177,7 @@ int fdtable_call(int (*fn)(void *), void *arg)
 	if (tls_private || atomic_load(&kp.tid) == 0)
 		return fn(arg);
 	struct keeper_req req = { .fn = fn, .arg = arg };
-	while (atomic_exchange(&kp.lock, 1))
-		sched_yield();
+	rt_spin_lock(&kp.lock, LOCK_FDS);
 	kp.req = &req;
 	uint32_t ticket = atomic_load(&kp.posted) + 1;
 	atomic_store(&kp.posted, ticket);
@@ -186,7 +185,7 @@ int fdtable_call(int (*fn)(void *), void *arg)
 	uint32_t d;
 	while ((d = atomic_load(&kp.done)) != ticket)
 		futex_wait(&kp.done, d);
-	atomic_store(&kp.lock, 0);
+	rt_spin_unlock(&kp.lock, LOCK_FDS);
 	return req.ret;
 }
 

@@ -70,6 +70,7 @@ static void fork_on_sigbus(int sig, siginfo_t *si, void *uc)
 void rt_fork_child(void)
 {
 	pthread_mutex_init(&rt.lock, NULL);
+	lock_order_fork_child();
 	rt_lock_unmask_signals();
 	allocs_fork_child();
 	loader_fork_child();

@@ -50,7 +50,7 @@ static struct {
 	 * not move memory over an object another thread's dlclose is unmapping. dlopen runs shared
 	 * (the loader serializes it anyway), a pass and a whole dlclose exclusive. */
 	pthread_rwlock_t lock;
-	_Atomic int table_lock; /* the taken table: changed by passes, read by maps snapshots */
+	struct rt_spinlock table_lock; /* the taken table: changed by passes, read by maps snapshots */
 	struct loader_cand *cand;
 	size_t ncand;
 	struct loader_obj *obj;
@@ -68,6 +68,7 @@ static __thread unsigned tls_dl_depth; /* this thread holds lm.lock (nested dlop
 void loader_dl_begin(bool exclusive)
 {
 	if (tls_dl_depth++ == 0) {
+		lock_order_take(LOCK_LOADER);
 		if (exclusive)
 			pthread_rwlock_wrlock(&lm.lock);
 		else
@@ -79,8 +80,10 @@ void loader_dl_end(void)
 {
 	if (tls_dl_depth == 0) /* begun in the parent of a fork child (loader_fork_child) */
 		return;
-	if (--tls_dl_depth == 0)
+	if (--tls_dl_depth == 0) {
 		pthread_rwlock_unlock(&lm.lock);
+		lock_order_drop(LOCK_LOADER);
+	}
 }
 
 static uintptr_t page_floor(uintptr_t a)
@@ -321,13 +324,12 @@ static size_t smaps_read(void)
 
 static void table_lock(void)
 {
-	while (atomic_exchange(&lm.table_lock, 1))
-		;
+	rt_spin_lock(&lm.table_lock, LOCK_LOADER_TABLE);
 }
 
 static void table_unlock(void)
 {
-	atomic_store(&lm.table_lock, 0);
+	rt_spin_unlock(&lm.table_lock, LOCK_LOADER_TABLE);
 }
 
 static void taken_add(const struct vma *v, uintptr_t lo, uintptr_t hi, int prot, bool permanent)
@@ -447,8 +449,10 @@ void loader_take_over(bool permanent)
 	/* Inside an exclusive dlclose already (or, nested in a constructor, a shared dlopen: the
 	 * loader then holds its own lock, so no other thread changes the objects either). */
 	bool locked = tls_dl_depth == 0;
-	if (locked)
+	if (locked) {
+		lock_order_take(LOCK_LOADER);
 		pthread_rwlock_wrlock(&lm.lock);
+	}
 	rt_tls_internal++;
 	if (!lm.smaps) {
 		lm.smaps = rt_map(SMAPS_MAX);
@@ -493,8 +497,10 @@ void loader_take_over(bool permanent)
 	atomic_store(&rt.stats.untracked_loader_file_maps, untracked_maps);
 out:
 	rt_tls_internal--;
-	if (locked)
+	if (locked) {
 		pthread_rwlock_unlock(&lm.lock);
+		lock_order_drop(LOCK_LOADER);
+	}
 }
 
 /* A fork child has one thread: locks another thread of the parent held stay free here. */
@@ -502,7 +508,7 @@ void loader_fork_child(void)
 {
 	pthread_rwlock_init(&lm.lock, NULL);
 	tls_dl_depth = 0;
-	atomic_store(&lm.table_lock, 0);
+	rt_spin_reset(&lm.table_lock);
 }
 
 /* ---- giving ranges back ---- */

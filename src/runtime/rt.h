@@ -15,6 +15,7 @@
 
 #include "fltrace/config.h"
 #include "fltrace/trace_format.h"
+#include "lock.h"
 #include "pagestate.h"
 
 #define RT_HIDDEN __attribute__((visibility("hidden")))

@@ -42,14 +42,17 @@ void rt_lock_unmask_signals(void)
 void rt_lock(void)
 {
 	rt_lock_mask_signals();
+	lock_order_take(LOCK_RT);
 	pthread_mutex_lock(&rt.lock);
 }
 
 bool rt_trylock(void)
 {
 	rt_lock_mask_signals();
+	lock_order_take(LOCK_RT);
 	if (pthread_mutex_trylock(&rt.lock) == 0)
 		return true;
+	lock_order_drop(LOCK_RT);
 	rt_lock_unmask_signals();
 	return false;
 }
@@ -57,6 +60,7 @@ bool rt_trylock(void)
 void rt_unlock(void)
 {
 	pthread_mutex_unlock(&rt.lock);
+	lock_order_drop(LOCK_RT);
 	rt_lock_unmask_signals();
 }
 

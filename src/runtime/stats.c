@@ -16,7 +16,7 @@ static struct {
 	pthread_t thread;
 	_Atomic int stop;
 	bool started;
-	_Atomic int lock;
+	struct rt_spinlock lock;
 	_Atomic int running;
 } st = { .fd = -1 };
 
@@ -132,14 +132,13 @@ void stats_write_line(void)
 	kv(&f, "maxmem", rt.cfg.maxmem);
 	kv(&f, "exec_gen", rt.exec_gen);
 	fmt_char(&f, '\n');
-	while (atomic_exchange(&st.lock, 1))
-		;
+	rt_spin_lock(&st.lock, LOCK_STATS);
 	bool borrowed; /* the last line, at exit, comes from a program thread */
 	int fd = rt_fd_borrow(st.fd, &borrowed);
 	if (fd >= 0)
 		rt_write_all(fd, buf, fmt_len(&f));
 	rt_fd_unborrow(fd, borrowed);
-	atomic_store(&st.lock, 0);
+	rt_spin_unlock(&st.lock, LOCK_STATS);
 }
 
 static void *stats_main(void *arg)

@@ -26,24 +26,12 @@ static struct {
 	char *base;
 	_Atomic uint64_t tail;      /* next free byte */
 	_Atomic uint64_t file_size;
-	_Atomic int grow_lock, stack_lock;
+	struct rt_spinlock grow_lock, stack_lock;
 	struct stack_entry *stacks;
 	uint32_t nstacks;
 	uint64_t released;          /* bytes already dropped from our RSS */
 	bool full;
 } tr = { .fd = -1 };
-
-static void spin_lock(_Atomic int *l)
-{
-	for (unsigned n = 0; atomic_exchange_explicit(l, 1, memory_order_acquire); n++)
-		if (n > 100)
-			syscall(SYS_sched_yield);
-}
-
-static void spin_unlock(_Atomic int *l)
-{
-	atomic_store_explicit(l, 0, memory_order_release);
-}
 
 static void trace_name(struct fmt *f, unsigned gen)
 {
@@ -194,7 +182,7 @@ static bool trace_ensure(uint64_t end)
 		return true;
 	if (end > TRACE_WINDOW)
 		return false; /* full, or closed (trace_close): never grow the file for it */
-	spin_lock(&tr.grow_lock);
+	rt_spin_lock(&tr.grow_lock, LOCK_TRACE_GROW);
 	uint64_t size = atomic_load(&tr.file_size);
 	while (end > size && size + TRACE_GROW <= TRACE_WINDOW) {
 		if (trace_truncate(size + TRACE_GROW) < 0)
@@ -202,7 +190,7 @@ static bool trace_ensure(uint64_t end)
 		size += TRACE_GROW;
 	}
 	atomic_store_explicit(&tr.file_size, size, memory_order_release);
-	spin_unlock(&tr.grow_lock);
+	rt_spin_unlock(&tr.grow_lock, LOCK_TRACE_GROW);
 	return end <= size;
 }
 
@@ -249,7 +237,7 @@ uint32_t trace_stack_id(const uint64_t *ips, unsigned depth)
 {
 	uint64_t h = stack_hash(ips, depth);
 	uint32_t id = FT_NO_STACK;
-	spin_lock(&tr.stack_lock);
+	rt_spin_lock(&tr.stack_lock, LOCK_TRACE_STACKS);
 	for (unsigned i = (unsigned)h & (STACK_TABLE_SIZE - 1), n = 0; n < STACK_TABLE_SIZE / 2;
 	     i = (i + 1) & (STACK_TABLE_SIZE - 1), n++) {
 		struct stack_entry *e = &tr.stacks[i];
@@ -273,7 +261,7 @@ uint32_t trace_stack_id(const uint64_t *ips, unsigned depth)
 		id = s->id;
 		break;
 	}
-	spin_unlock(&tr.stack_lock);
+	rt_spin_unlock(&tr.stack_lock, LOCK_TRACE_STACKS);
 	return id;
 }
 
@@ -332,6 +320,6 @@ void trace_close_inherited(void)
 	tr.released = 0;
 	tr.full = false;
 	atomic_store(&tr.tail, 0);
-	atomic_store(&tr.grow_lock, 0);
-	atomic_store(&tr.stack_lock, 0);
+	rt_spin_reset(&tr.grow_lock);
+	rt_spin_reset(&tr.stack_lock);
 }
