@@ -70,9 +70,10 @@ $(B)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_RT) -MMD -MP -c $< -o $@
 
-$(B)/bin/fltrace: $(TOOLS_OBJ) $(ANALYSIS_OBJ) $(COMMON_OBJ)
+$(B)/bin/fltrace: $(TOOLS_OBJ) $(ANALYSIS_OBJ) $(COMMON_OBJ) test/floors.sh
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) -o $@ $^ $(TOOL_LIBS)
+	@bash test/floors.sh
+	$(CC) $(SANFLAGS) -o $@ $(filter %.o,$^) $(TOOL_LIBS)
 
 # ./fltrace is a link: the binary finds its preload library at <its dir>/../lib/fltrace/.
 fltrace: $(B)/bin/fltrace
@@ -82,8 +83,10 @@ $(JEMALLOC_RENAMED): $(JEMALLOC_A)
 	@mkdir -p $(dir $@)
 	objcopy $(foreach s,$(JEMALLOC_SYMS),--redefine-sym $(s)=fltrace_je_$(s)) $< $@
 
-$(PRELOAD_LIB): $(RUNTIME_OBJ) $(COMMON_PIC) preload/exports.map $(JEMALLOC_RENAMED)
+# test/floors.sh: no include crosses a floor upwards, and the runtime never calls into preload/.
+$(PRELOAD_LIB): $(RUNTIME_OBJ) $(COMMON_PIC) preload/exports.map $(JEMALLOC_RENAMED) test/floors.sh
 	@mkdir -p $(dir $@)
+	@bash test/floors.sh $(RUNTIME_SRC:%.c=$(B)/pic/%.o) -- $(PRELOAD_SRC:%.c=$(B)/pic/%.o)
 	$(CC) -shared -o $@ $(RUNTIME_OBJ) $(COMMON_PIC) $(JEMALLOC_U) $(JEMALLOC_RENAMED) \
 		-Wl,--version-script=preload/exports.map -Wl,-z,nodelete -Wl,-z,now \
 		-lunwind-x86_64 -lunwind -lpthread -ldl -lm

@@ -1,6 +1,5 @@
 /* Interposed process-level calls: fork (the child gets its evicted pages back and a runtime of its
  * own), _exit (the stats are written first), and dlopen/dlclose (the maps history stays complete). */
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -9,20 +8,12 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static void *real(const char *name)
-{
-	void *f = dlsym(RTLD_NEXT, name);
-	if (!f)
-		rt_die(name, "cannot find the C library's function", "report this as a bug");
-	return f;
-}
-
 EXPORT pid_t fork(void)
 {
 	static pid_t (*real_fork)(void);
 	rt_early_init();
 	if (!real_fork)
-		real_fork = (pid_t (*)(void))real("fork");
+		real_fork = (pid_t (*)(void))rt_libc_next("fork");
 	pid_t pid = real_fork();
 	if (pid == 0)
 		rt_fork_child_late();
@@ -45,7 +36,7 @@ EXPORT void *dlopen(const char *file, int mode)
 {
 	static void *(*real_dlopen)(const char *, int);
 	if (!real_dlopen)
-		real_dlopen = (void *(*)(const char *, int))real("dlopen");
+		real_dlopen = (void *(*)(const char *, int))rt_libc_next("dlopen");
 	bool ours = rt.phase == RT_ON && !rt_tls_internal && rt.cfg.files_all;
 	if (ours)
 		loader_dl_begin(false);
@@ -63,7 +54,7 @@ EXPORT int dlclose(void *handle)
 {
 	static int (*real_dlclose)(void *);
 	if (!real_dlclose)
-		real_dlclose = (int (*)(void *))real("dlclose");
+		real_dlclose = (int (*)(void *))rt_libc_next("dlclose");
 	bool ours = rt.phase == RT_ON && !rt_tls_internal;
 	bool files_all = ours && rt.cfg.files_all;
 	if (ours)

@@ -1,6 +1,5 @@
 /* Interposed signal calls: the program may neither block nor take over the signal that asks a
  * thread for its stack (a thread that blocked it would sleep in its fault until a time-out). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -9,24 +8,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
-
-static void *real(const char *name)
-{
-	void *f = dlsym(RTLD_NEXT, name);
-	if (!f)
-		rt_die(name, "cannot find the C library's function", "report this as a bug");
-	return f;
-}
-
-int rt_real_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
-{
-	static sigaction_fn fn;
-	if (!fn)
-		fn = (sigaction_fn)real("sigaction");
-	return fn(sig, sa, old);
-}
 
 /* A handler of the program's own may wake a thread from its fault and let it retry (handler.c
  * then queues the stack signal before the page goes in). */
@@ -65,7 +47,7 @@ EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
 	static sigmask_fn fn;
 	if (!fn)
-		fn = (sigmask_fn)real("sigprocmask");
+		fn = (sigmask_fn)rt_libc_next("sigprocmask");
 	return mask_call(fn, how, set, old);
 }
 
@@ -73,7 +55,7 @@ EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	static sigmask_fn fn;
 	if (!fn)
-		fn = (sigmask_fn)real("pthread_sigmask");
+		fn = (sigmask_fn)rt_libc_next("pthread_sigmask");
 	return mask_call(fn, how, set, old);
 }
 
@@ -85,6 +67,6 @@ EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	note_handler(handler);
 	static sighandler_t (*fn)(int, sighandler_t);
 	if (!fn)
-		fn = (sighandler_t (*)(int, sighandler_t))real("signal");
+		fn = (sighandler_t (*)(int, sighandler_t))rt_libc_next("signal");
 	return fn(sig, handler);
 }

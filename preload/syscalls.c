@@ -18,7 +18,7 @@
 #define REAL(name)                                                         \
 	static __typeof__(&name) real_##name;                              \
 	if (!real_##name)                                                  \
-		real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
+		real_##name = (__typeof__(&name))rt_libc_next(#name)
 
 static bool prefault_iov(const struct iovec *iov, int n, int nr, bool kernel_writes)
 {

@@ -291,7 +291,8 @@ void rt_exit_flush(void);      /* _exit, exit: final stats line, trace truncated
 __attribute__((noreturn)) void rt_die(const char *what, const char *why, const char *todo);
 __attribute__((noreturn)) void rt_die_bug(const char *file, int line, const char *cond);
 
-/* The real libc functions behind the ones we interpose (preload/signals.c). */
+/* The C library's functions behind the ones preload/ interposes (libc.c). */
+void *rt_libc_next(const char *name); /* stops the run if there is none */
 int rt_real_sigaction(int sig, const struct sigaction *sa, struct sigaction *old);
 
 /* fltrace's own fds (userfaultfds, mapped files, trace, stats, maps history, /proc files of the
