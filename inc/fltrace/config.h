@@ -7,7 +7,8 @@
 
 #define FLTRACE_VERSION_STRING "0.1.0"
 
-/* Set by `fltrace record`, read once by the runtime at start-up. Sizes are in bytes. */
+/* Set by `fltrace record`, read once by the runtime at start-up (src/common/rtconfig.c parses
+ * them all). Sizes are in bytes. */
 #define FLTRACE_ENV_LOCALMEM "FLTRACE_LOCALMEM"     /* -L: cap on resident tracked memory */
 #define FLTRACE_ENV_MAXMEM "FLTRACE_MAXMEM"         /* -M: most memory in all (local + far) */
 #define FLTRACE_ENV_OUTDIR "FLTRACE_OUTDIR"         /* -o: absolute output directory */
@@ -17,6 +18,7 @@
 #define FLTRACE_ENV_POLICY "FLTRACE_POLICY"         /* --policy: a name in policies.h */
 #define FLTRACE_ENV_STACK_DEPTH "FLTRACE_STACK_DEPTH" /* --depth: frames per stack */
 #define FLTRACE_ENV_POLL "FLTRACE_POLL"             /* --poll: adaptive | block | spin */
+#define FLTRACE_ENV_SPIN_US "FLTRACE_SPIN_US"       /* adaptive: µs a handler polls after a fault (100) */
 #define FLTRACE_ENV_FILES "FLTRACE_FILES"           /* --files: mapped | all */
 #define FLTRACE_ENV_ALLOCS "FLTRACE_ALLOCS"         /* --allocs: 1 record allocation sites, 0 not */
 #define FLTRACE_ENV_ALLOC_SAMPLE "FLTRACE_ALLOC_SAMPLE" /* --alloc-sample: mean bytes between samples */
@@ -25,6 +27,7 @@
 
 
 #define FLTRACE_DEFAULT_STACK_DEPTH 64
+#define FLTRACE_MAX_HANDLERS 64
 #define FLTRACE_MAX_STACK_DEPTH 512
 
 /* Exit status of a traced process that the runtime had to stop (e.g. -M exhausted). */

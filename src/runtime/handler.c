@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
+#include <sys/syscall.h>
 
 #include "fltrace/fmt.h"
 #include "fault.h"
@@ -187,16 +188,19 @@ static void handler_check_pending(struct handler_ctx *ctx)
 }
 static void handler_pin(unsigned index)
 {
-	if (!rt.cfg.cores_mask)
+	unsigned n = rt.cfg.pinned ? cpulist_count(&rt.cfg.cores) : 0;
+	if (n == 0)
 		return;
-	unsigned cpus[64], n = 0;
-	for (unsigned c = 0; c < 64; c++)
-		if (rt.cfg.cores_mask & (1ull << c))
-			cpus[n++] = c;
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpus[index % n], &set);
-	sched_setaffinity(0, sizeof(set), &set);
+	/* The index-th CPU of the list (handlers beyond its length start over at its first). */
+	unsigned want = index % n, cpu = 0;
+	for (unsigned seen = 0; cpu < CPULIST_MAX; cpu++)
+		if (cpulist_has(&rt.cfg.cores, cpu) && seen++ == want)
+			break;
+	/* A cpulist is the kernel's affinity mask (64-bit words, lowest CPU first): no CPU_ALLOC,
+	 * whose malloc would be the program's heap. */
+	struct cpulist one = { 0 };
+	one.bits[cpu / 64] = 1ull << (cpu % 64);
+	syscall(SYS_sched_setaffinity, 0, sizeof(one.bits), one.bits);
 }
 
 static void *handler_main(void *arg)

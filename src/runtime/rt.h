@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "fltrace/config.h"
+#include "fltrace/cpulist.h"
 #include "fltrace/trace_format.h"
 #include "lock.h"
 #include "pagestate.h"
@@ -28,12 +29,13 @@
 			rt_die_bug(__FILE__, __LINE__, #cond);                     \
 	} while (0)
 
-/* ---- configuration (parsed once from the environment) ---- */
+/* ---- configuration (parsed once from the environment by src/common/rtconfig.c) ---- */
 struct rt_config {
 	uint64_t localmem, maxmem; /* bytes */
 	char outdir[PATH_MAX];
 	unsigned handlers;
-	uint64_t cores_mask; /* CPUs for handler threads; 0 = not pinned */
+	bool pinned;         /* handler threads run on `cores` */
+	struct cpulist cores;
 	unsigned samplerate; /* faults recorded per second, 0 = all */
 	int policy;          /* enum fltrace_policy: a row of inc/fltrace/policies.h */
 	unsigned stack_depth;

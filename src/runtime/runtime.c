@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fltrace/fmt.h"
+#include "fltrace/rtconfig.h"
 #include "rt.h"
 
 struct rt rt = { .lock = PTHREAD_MUTEX_INITIALIZER, .uffd = -1, .far_uffd = -1, .loader_uffd = -1 };
@@ -100,82 +101,39 @@ __attribute__((noreturn)) void rt_die_bug(const char *file, int line, const char
 
 /* ---- configuration ---- */
 
-static uint64_t env_u64(const char *name, uint64_t dflt)
+static const char *config_getenv(const char *name, void *ctx)
 {
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return dflt;
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(v, &end, 10);
-	if (errno || *end)
-		rt_die(name, "not a number", "run the program through 'fltrace record'");
-	return x;
+	(void)ctx;
+	return getenv(name);
 }
 
-/* Unset: the default. A name not in the table is refused, never replaced by another policy. */
-static int config_policy(const char *name)
-{
-	int id = fltrace_policy_find(name && *name ? name : FLTRACE_POLICY_DEFAULT);
-	if (id < 0) {
-		char why[256], todo[160], list[128];
-		struct fmt f;
-		fmt_init(&f, why, sizeof(why));
-		fmt_str(&f, "'");
-		fmt_str(&f, name);
-		fmt_str(&f, "' is not an eviction policy");
-		fmt_init(&f, todo, sizeof(todo));
-		fmt_str(&f, "give one of ");
-		fmt_str(&f, fltrace_policy_list(list, sizeof(list)));
-		rt_die(FLTRACE_ENV_POLICY, why, todo);
-	}
-	return id;
-}
-
+/* Every FLTRACE_* setting through the one parser; a bad value stops the program with its name. */
 static void config_parse(struct rt_config *c)
 {
-	const char *out = getenv(FLTRACE_ENV_OUTDIR);
-	c->localmem = env_u64(FLTRACE_ENV_LOCALMEM, 0);
-	c->maxmem = env_u64(FLTRACE_ENV_MAXMEM, 0);
-	c->handlers = (unsigned)env_u64(FLTRACE_ENV_HANDLERS, 1);
-	c->samplerate = (unsigned)env_u64(FLTRACE_ENV_SAMPLERATE, 0);
-	c->stack_depth = (unsigned)env_u64(FLTRACE_ENV_STACK_DEPTH, FLTRACE_DEFAULT_STACK_DEPTH);
-	if (c->stack_depth == 0 || c->stack_depth > FLTRACE_MAX_STACK_DEPTH)
-		c->stack_depth = FLTRACE_DEFAULT_STACK_DEPTH;
-	c->policy = config_policy(getenv(FLTRACE_ENV_POLICY));
-	const char *poll = getenv(FLTRACE_ENV_POLL);
+	struct rtconfig rc;
+	struct rtconfig_error err;
+	if (rtconfig_parse(config_getenv, NULL, &rc, &err) < 0)
+		rt_die(err.name, err.why, err.todo);
+	size_t n = strlen(rc.outdir);
+	if (n >= sizeof(c->outdir))
+		rt_die(FLTRACE_ENV_OUTDIR, "the output directory's path is too long", "use a shorter -o path");
+	memcpy(c->outdir, rc.outdir, n + 1);
+	c->localmem = rc.localmem;
+	c->maxmem = rc.maxmem;
+	c->handlers = rc.handlers;
+	c->pinned = rc.pinned;
+	c->cores = rc.cores;
+	c->samplerate = rc.samplerate;
+	c->policy = rc.policy;
+	c->stack_depth = rc.stack_depth;
 	/* adaptive (default): faults come in bursts, and waking an idle vCPU costs 50-100 us here
 	 * (make bench's floor rows), so a handler polls 100 us after a fault before it blocks;
 	 * on fillscan this makes a fault 3.7x cheaper on an otherwise idle 2-vCPU machine. */
-	c->spin = poll && strcmp(poll, "spin") == 0;
-	const char *files = getenv(FLTRACE_ENV_FILES);
-	c->files_all = files && strcmp(files, "all") == 0;
-	c->allocs = env_u64(FLTRACE_ENV_ALLOCS, 1) != 0;
-	c->alloc_sample = env_u64(FLTRACE_ENV_ALLOC_SAMPLE, FLTRACE_DEFAULT_ALLOC_SAMPLE);
-	bool block = poll && strcmp(poll, "block") == 0;
-	c->spin_ns = block ? 0 : env_u64("FLTRACE_SPIN_US", 100) * 1000;
-	const char *cores = getenv(FLTRACE_ENV_CORES);
-	c->cores_mask = 0;
-	for (const char *p = cores; p && *p;) { /* "0,2-3" */
-		char *end;
-		unsigned long a = strtoul(p, &end, 10), b = a;
-		if (*end == '-')
-			b = strtoul(end + 1, &end, 10);
-		for (unsigned long i = a; i <= b && i < 64; i++)
-			c->cores_mask |= 1ull << i;
-		p = *end == ',' ? end + 1 : end;
-		if (*end != ',' )
-			break;
-	}
-	if (!c->localmem || !c->maxmem || !out || !*out)
-		rt_die("runtime", "the preload library was loaded without its settings",
-		       "run the program through 'fltrace record -L <MB> -M <MB> -- <command>'");
-	if (c->maxmem < c->localmem)
-		c->maxmem = c->localmem;
-	size_t n = strlen(out);
-	if (n >= sizeof(c->outdir))
-		rt_die("runtime", "output directory path too long", "use a shorter -o path");
-	memcpy(c->outdir, out, n + 1);
+	c->spin = rc.poll == RTCONFIG_POLL_SPIN;
+	c->spin_ns = rc.spin_ns;
+	c->files_all = rc.files_all;
+	c->allocs = rc.allocs;
+	c->alloc_sample = rc.alloc_sample;
 }
 
 /* ---- start-up ---- */

@@ -1,0 +1,41 @@
+/* The one parser of every FLTRACE_* setting the runtime reads (config.h names them): pure, so the
+ * preload library and its unit test run the same code; a bad value is refused, never replaced. */
+#ifndef FLTRACE_RTCONFIG_H
+#define FLTRACE_RTCONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fltrace/config.h"
+#include "fltrace/cpulist.h"
+
+enum rtconfig_poll { RTCONFIG_POLL_ADAPTIVE, RTCONFIG_POLL_BLOCK, RTCONFIG_POLL_SPIN };
+
+struct rtconfig {
+	uint64_t localmem, maxmem; /* bytes; maxmem >= localmem */
+	const char *outdir;        /* absolute; points into the environment */
+	unsigned handlers;
+	bool pinned;               /* FLTRACE_CORES given: handler threads run on `cores` */
+	struct cpulist cores;
+	unsigned samplerate;       /* faults recorded per second, 0 = all */
+	int policy;                /* a row of inc/fltrace/policies.h */
+	unsigned stack_depth;
+	enum rtconfig_poll poll;
+	uint64_t spin_ns;          /* adaptive: how long a handler polls after a fault */
+	bool files_all;
+	bool allocs;
+	uint64_t alloc_sample;     /* mean bytes between sampled small allocations, 0 = none */
+};
+
+/* A refused setting: "<name>: <why>; <todo>" is the one line the runtime stops with. */
+struct rtconfig_error {
+	const char *name;
+	char why[192];
+	char todo[160];
+};
+
+/* Reads every setting through `get` (getenv, or a table in a test). Returns 0, or -1 with *err. */
+int rtconfig_parse(const char *(*get)(const char *name, void *ctx), void *ctx, struct rtconfig *c,
+		   struct rtconfig_error *err);
+
+#endif
