@@ -51,18 +51,32 @@ static void handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t,
 		return;
 	}
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
+	uint64_t t0 = rt_mono_ns();
 	unsigned depth = unwind && t ? unwind_sleeping(t, tid, s, ips) : 0;
+	t0 = rt_time_add(&rt.stats.time.unwind, t0);
 	record_without_stack(req, t, tid, s, ips, depth, why);
+	rt_time_add(&rt.stats.time.record, t0);
 }
 
-static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
+/* Takes rt.lock, counting the wait. */
+static void handler_lock(void)
+{
+	uint64_t t0 = rt_mono_ns();
+	rt_lock();
+	rt_time_add(&rt.stats.time.lockwait, t0);
+}
+
+static void handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
 {
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	uint64_t arrival = rt_now_ns();
 	if (evict_has_probation()) {
-		rt_lock();
+		handler_lock();
+		uint64_t t0 = rt_mono_ns();
 		bool soft = fault_serve_soft(addr, fd);
+		if (soft)
+			rt_time_add(&rt.stats.time.soft, t0);
 		rt_unlock();
 		if (soft)
 			return;
@@ -72,7 +86,9 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int
 	struct syscall_state s = { .nr = -2 };
 	/* A thread inside our signal handler, or with a request still open, gets no second signal. */
 	bool busy = !t || atomic_load(&t->busy) || atomic_load(&t->state) != REQ_IDLE;
+	uint64_t t0 = rt_mono_ns();
 	int state_err = record && !busy ? thread_syscall_state(t, tid, &s) : 0;
+	rt_time_add(&rt.stats.time.procfs, t0);
 	if (state_err == -EAGAIN) {
 		/* Never seen asleep in its fault: the thread left it (something else woke it) or was
 		 * kept from going to sleep there for long (a busy machine). Either way, woken, it
@@ -97,7 +113,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int
 	struct rt_thread local;
 	struct rt_thread *req = signal ? t : &local; /* only a signalled request lives in the slot */
 
-	rt_lock();
+	handler_lock();
 	req->addr = addr;
 	req->uffd = fd;
 	req->arrival_ns = arrival;
@@ -124,6 +140,14 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int
 	handler_note_unsignalled(req, t, tid, record, s.nr >= -1 ? &s : NULL, unwind, why);
 	uffd_wake(fd, addr, rt.page_size);
 }
+/* One fault message, timed whole. */
+static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
+{
+	uint64_t t0 = rt_mono_ns();
+	handler_fault_serve(ctx, m, fd);
+	rt_time_add(&rt.stats.time.serve, t0);
+}
+
 /* A thread that blocks the stack signal (glibc blocks every signal in a new thread until its
  * start-up code is done) sleeps on at its fault: its stack is unwound from here, the same way as
  * inside a system call. Returns false if the signal is on its way to the thread (it is just late). */
@@ -248,7 +272,11 @@ static void *handler_main(void *arg)
 			__builtin_ia32_pause();
 			continue;
 		}
-		if (poll(pfd, nfds, ctx.npending ? 1 : 200) < 0 && errno != EINTR)
+		uint64_t t0 = rt_mono_ns();
+		atomic_fetch_add_explicit(&rt.stats.time.wakeups, 1, memory_order_relaxed);
+		int polled = poll(pfd, nfds, ctx.npending ? 1 : 200);
+		rt_time_add(&rt.stats.time.idle, t0);
+		if (polled < 0 && errno != EINTR)
 			break;
 	}
 	return NULL;

@@ -233,6 +233,28 @@ void maps_fork_child(void);      /* after fork: a history (and files) of the chi
 /* ---- stats (stats.c) ---- */
 /* Why a fault was recorded without a stack (stats faults_nostack_<name>, in this order). */
 enum rt_nostack { NOSTACK_BLOCKED, NOSTACK_MOVED, NOSTACK_UNWIND, NOSTACK_GONE, NOSTACK_STATE, NOSTACK_NR };
+/* Where the fault path's time goes, in ns summed over threads (make bench's breakdown; README,
+ * "Where a fault's time goes"). Handler threads: */
+struct rt_time_stats {
+	_Atomic uint64_t serve;    /* a message in hand until its thread is woken: all of what follows */
+	_Atomic uint64_t procfs;   /* reading what the faulting thread does (/proc/<tid>/syscall) */
+	_Atomic uint64_t lockwait; /* waiting for rt.lock */
+	_Atomic uint64_t soft;     /* pages on probation put back (soft faults) */
+	_Atomic uint64_t evict;    /* eviction rounds on the fault path (evict_ops rounds, evict_pages pages) */
+	_Atomic uint64_t copyin;   /* UFFDIO_COPY of the page: zeros, its far copy or its file data */
+	_Atomic uint64_t signal;   /* queueing the stack signal to the faulting thread (tgkill) */
+	_Atomic uint64_t unwind;   /* stacks unwound by a handler (threads in system calls) */
+	_Atomic uint64_t record;   /* records written by a handler (stack interned, record appended) */
+	_Atomic uint64_t idle;     /* waiting for messages in poll */
+	_Atomic uint64_t wakeups;  /* polls that slept (count, not ns) */
+	/* Faulting threads, in the stack signal's handler: */
+	_Atomic uint64_t sigstack; /* unwinding their own stack */
+	_Atomic uint64_t sigwait;  /* waiting for the handler to put the page in place */
+	_Atomic uint64_t sigrecord; /* writing their record */
+};
+/* Adds the time since `t0` (rt_mono_ns) to a counter; returns now. */
+uint64_t rt_time_add(_Atomic uint64_t *counter, uint64_t t0);
+
 struct rt_stats {
 	_Atomic uint64_t faults, faults_r, faults_w, faults_wp, faults_zero, faults_refetch, faults_file,
 		faults_syscall, faults_nostack, faults_sampled_out, faults_dup, faults_self, stacks_cut;
@@ -247,6 +269,7 @@ struct rt_stats {
 	_Atomic uint64_t loader_file_bytes, loader_file_maps;   /* --files=all: loader mappings traced */
 	_Atomic uint64_t untracked_loader_file_bytes, untracked_loader_file_maps; /* ... and left alone */
 	_Atomic uint64_t allocs_big, allocs_sampled, allocs_maps, allocs_lost; /* allocation records */
+	struct rt_time_stats time;
 };
 int stats_start(void);
 void stats_write_line(void);

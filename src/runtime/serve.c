@@ -142,7 +142,9 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
 		*kind = FT_KIND_FILE;
 		*region = r->id;
 	}
+	uint64_t t0 = rt_mono_ns();
 	int err = uffd_copy(fd, addr, src, rt.page_size, wake);
+	rt_time_add(&rt.stats.time.copyin, t0);
 	enum ps_why why = evicted ? PS_REFETCH : from_file ? PS_FILL_FILE : PS_FILL_ZERO;
 	if (err < 0 && err != -EEXIST) {
 		/* ENOENT/ESRCH: the mapping or the process went away meanwhile. Nothing changed: the
@@ -167,11 +169,13 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
  * its page is there (cheaper: measured 1.2-1.7x faster on a busy machine). */
 static bool signal_post(struct rt_thread *t, int tid, int served)
 {
-	t->posted_mono_ns = rt_mono_ns();
+	uint64_t t0 = t->posted_mono_ns = rt_mono_ns();
 	t->woken = false;
 	atomic_store(&t->served, served);
 	atomic_store(&t->state, REQ_PENDING);
-	if (syscall(SYS_tgkill, rt.pid, tid, rt.sig) == 0)
+	bool sent = syscall(SYS_tgkill, rt.pid, tid, rt.sig) == 0;
+	rt_time_add(&rt.stats.time.signal, t0);
+	if (sent)
 		return true;
 	atomic_store(&t->state, REQ_IDLE);
 	return false;
@@ -207,7 +211,10 @@ bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, bool *signal)
 		handler_check_stuck(addr, pg, pg ? STUCK_IN_PLACE : STUCK_UNTRACKED);
 		return false;
 	}
-	if (evict_make_room(1) == -ENOSPC)
+	uint64_t t0 = rt_mono_ns();
+	int room = evict_make_room(1);
+	rt_time_add(&rt.stats.time.evict, t0);
+	if (room == -ENOSPC)
 		handler_die_maxmem();
 	/* Only a handler of the program's own can wake the thread from its fault and run it back to
 	 * the faulting instruction before the signal is queued (anything else that wakes it waits

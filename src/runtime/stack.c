@@ -142,8 +142,12 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	atomic_store(&t->busy, 1);
 	rt_tls_internal++;
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
+	uint64_t t0 = rt_mono_ns();
 	unsigned d = stack_at_fault(t, ucv, ips); /* meanwhile the handler puts the page in */
-	if (wait_served(t) == 1) {
+	t0 = rt_time_add(&rt.stats.time.sigstack, t0);
+	int served = wait_served(t);
+	t0 = rt_time_add(&rt.stats.time.sigwait, t0);
+	if (served == 1) {
 		/* The request is complete only now (its kind: zero, re-fetch or file). */
 		struct ft_fault f;
 		fault_fill(&f, t, atomic_load(&t->tid));
@@ -161,6 +165,7 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 		}
 		f.latency_ns = latency_since(t->arrival_ns);
 		trace_write_fault(&f);
+		rt_time_add(&rt.stats.time.sigrecord, t0);
 	}
 	rt_tls_internal--;
 	atomic_store(&t->busy, 0);

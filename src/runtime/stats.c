@@ -57,6 +57,25 @@ static void kv(struct fmt *f, const char *name, uint64_t v)
 	fmt_u64(f, v);
 }
 
+/* Where the fault path's time went (rt.h, struct rt_time_stats): t_<what>_ns, summed over threads. */
+static void stats_time_kv(struct fmt *f, struct rt_time_stats *t)
+{
+	kv(f, "t_serve_ns", atomic_load(&t->serve));
+	kv(f, "t_procfs_ns", atomic_load(&t->procfs));
+	kv(f, "t_lockwait_ns", atomic_load(&t->lockwait));
+	kv(f, "t_soft_ns", atomic_load(&t->soft));
+	kv(f, "t_evict_ns", atomic_load(&t->evict));
+	kv(f, "t_copyin_ns", atomic_load(&t->copyin));
+	kv(f, "t_signal_ns", atomic_load(&t->signal));
+	kv(f, "t_unwind_ns", atomic_load(&t->unwind));
+	kv(f, "t_record_ns", atomic_load(&t->record));
+	kv(f, "t_idle_ns", atomic_load(&t->idle));
+	kv(f, "handler_sleeps", atomic_load(&t->wakeups));
+	kv(f, "t_sigstack_ns", atomic_load(&t->sigstack));
+	kv(f, "t_sigwait_ns", atomic_load(&t->sigwait));
+	kv(f, "t_sigrecord_ns", atomic_load(&t->sigrecord));
+}
+
 void stats_write_line(void)
 {
 	if (st.fd < 0)
@@ -131,6 +150,7 @@ void stats_write_line(void)
 	kv(&f, "localmem", rt.cfg.localmem);
 	kv(&f, "maxmem", rt.cfg.maxmem);
 	kv(&f, "exec_gen", rt.exec_gen);
+	stats_time_kv(&f, &s->time);
 	fmt_char(&f, '\n');
 	rt_spin_lock(&st.lock, LOCK_STATS);
 	bool borrowed; /* the last line, at exit, comes from a program thread */

@@ -26,6 +26,13 @@ uint64_t rt_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t rt_time_add(_Atomic uint64_t *counter, uint64_t t0)
+{
+	uint64_t now = rt_mono_ns();
+	atomic_fetch_add_explicit(counter, now - t0, memory_order_relaxed);
+	return now;
+}
+
 /* The raw system call: our own mmap wrapper would track it. */
 void *rt_map(size_t len)
 {

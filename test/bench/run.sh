@@ -152,6 +152,53 @@ stats_get() {
 		END { printf "%.0f\n", r + 0 }'
 }
 
+# The runtime's own time counters (stats t_*_ns, rt.h struct rt_time_stats) of one quarter run:
+# one line to $TMP/breakdown: wl faults evict_ops evict_pages, then each counter.
+BREAKDOWN_KEYS=(t_serve_ns t_procfs_ns t_lockwait_ns t_soft_ns t_evict_ns t_copyin_ns t_signal_ns
+	t_unwind_ns t_record_ns t_sigstack_ns t_sigwait_ns t_sigrecord_ns t_idle_ns handler_sleeps)
+breakdown_add() {
+	local wl=$1 dir=$2 line k
+	line="$wl $(stats_get "$dir" faults sum) $(stats_get "$dir" evict_ops sum) $(stats_get "$dir" evict_pages_done sum)"
+	for k in "${BREAKDOWN_KEYS[@]}"; do line="$line $(stats_get "$dir" "$k" sum)"; done
+	echo "$line" >> "$TMP/breakdown"
+}
+
+# print_breakdown: per quarter workload, medians over its runs: µs per fault of each part of the
+# fault path, eviction per page and per round, and the handler's sleeps per fault.
+print_breakdown() {
+	[ -s "$TMP/breakdown" ] || return 0
+	echo
+	echo "where a fault's time goes at a quarter of the peak (runtime counters, µs per recorded fault, medians):"
+	printf '%-10s %8s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %6s %6s %6s | %7s %7s %6s %6s
+' workload faults 		serve procfs lockw soft evict copyin signal unwind record sigstk sigwt sigrec "ev/page" "ev/round" idle "sleeps"
+	local wl
+	for wl in $(awk '{ print $1 }' "$TMP/breakdown" | awk '!seen[$0]++'); do
+		awk -v w="$wl" '$1 == w' "$TMP/breakdown" | awk '
+		function med(col,   n, i, j, t, a) { n = 0; for (i = 1; i <= NR; i++) a[++n] = v[i, col]
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+		{ for (i = 2; i <= NF; i++) v[NR, i] = $i; f = $2; per[NR] = 1
+		  # per fault (µs): serve..idle are columns 5..17; ev/page and ev/round from t_evict_ns
+		  for (i = 5; i <= 17; i++) v[NR, "pf" i] = f > 0 ? $i / f / 1000 : 0
+		  v[NR, "evp"] = $4 > 0 ? $9 / $4 / 1000 : 0; v[NR, "evr"] = $3 > 0 ? $9 / $3 / 1000 : 0
+		  v[NR, "slp"] = f > 0 ? $18 / f : 0 }
+		END { printf "%-10s %8d", $1, med(2)
+		  for (i = 5; i <= 16; i++) { if (i == 14) printf " |"; printf " %6.2f", med("pf" i) }
+		  printf " | %7.2f %7.1f %6.2f %6.3f\n", med("evp"), med("evr"), med("pf17"), med("slp") }'
+	done
+	cat <<- 'EOF'
+	  serve: a handler thread from a fault's message to its thread's wake-up, of which procfs (what the
+	  thread does, /proc/<tid>/syscall), lockw (waiting for rt.lock), soft (probation pages put back),
+	  evict (eviction rounds on the fault path), copyin (UFFDIO_COPY of the page), signal (tgkill of the
+	  stack signal: on a busy vCPU it includes the woken thread running first), unwind and record (a
+	  handler unwinding a thread in a system call, writing its record). sigstk, sigwt, sigrec: on the
+	  faulting thread, in the stack signal's handler: its own unwind, waiting for the page, its record.
+	  ev/page, ev/round: µs per page evicted and per eviction round. idle: handler time in poll per
+	  fault; sleeps: polls that slept, per fault. Wall-clock times: on a loaded machine a preempted
+	  thread's wait counts in the part it was in.
+	EOF
+}
+
 # run_one WL MODE RUN: runs workload WL in MODE (native ample quarter perf perfstat) and appends
 # one line to $TMP/runs: wl mode run time_s rss_kb faults zero refetch trace_bytes nostack hwm
 # status outsum L_MB soft
@@ -200,7 +247,8 @@ run_one() {
 		faults=$(stats_get "$dir" faults sum) zero=$(stats_get "$dir" faults_zp sum)
 		refetch=$(stats_get "$dir" faults_refetch sum) tbytes=$(stats_get "$dir" trace_bytes sum)
 		nostack=$(stats_get "$dir" faults_nostack sum) hwm=$(stats_get "$dir" vm_hwm max)
-		PEAK=$(stats_get "$dir" resident_peak_bytes max) ;;
+		PEAK=$(stats_get "$dir" resident_peak_bytes max)
+		[ "$mode" = quarter ] && [ "$run" -gt 0 ] && [ "$status" = ok ] && breakdown_add "$wl" "$dir" ;;
 	perf)
 		faults=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$dir/stderr" | tail -n 1)
 		tbytes=$(stat -c %s "$dir/perf.data" 2> /dev/null || echo 0)
@@ -323,7 +371,7 @@ START=$(date +%s)
 build
 [ ${#WORKLOADS[@]} -gt 0 ] && make_inputs
 declare -A QUARTER_MB OUTSUM LEAF
-: > "$TMP/runs" "$TMP/floor"
+: > "$TMP/runs" "$TMP/floor" "$TMP/breakdown"
 say "bench: $RUNS runs per mode, quick=$QUICK, running: ${SELECTED[*]}; $(nproc) CPUs, Linux $(uname -r)"
 
 for wl in "${WORKLOADS[@]}"; do
@@ -407,6 +455,7 @@ echo
 echo "fltrace bench, $DATE, $(nproc) CPUs, Linux $(uname -r); median of $RUNS runs (quick=$QUICK); \
 $(( $(date +%s) - START )) s in all"
 print_table
+print_breakdown
 echo
 # the gap between fltrace and the floors, from the fill-and-scan rows
 fs_a=$(printf '%s\n' "${ROWS[@]}" | awk -F, '$1 == "fillscan" && $2 == "ample" { print $12 }')
