@@ -7,7 +7,7 @@
 #   0 common   inc/fltrace/*.h, src/common/*.c: pure helpers, no runtime, no analysis
 #   1 lock     src/runtime/lock.h: the locks and their order
 #   2 pages    src/runtime/pagestate.h: every page's state
-#   3 base     src/runtime/rt.h: the runtime root and its modules' interfaces
+#   3 base     src/runtime/rt.h: the runtime root and its modules' interfaces; far.h: far memory
 #   4 evict    src/runtime/policy.h: eviction policies (policy*.c, evict.c)
 #   5 fault    src/runtime/fault.h: the fault path (threadstate, stack, record, serve, handler)
 #   6 preload  preload/*.c: the interposed functions, on top of everything; nothing includes them
@@ -22,7 +22,7 @@ floor_of_header() { # path as included, relative to the includer's directory or 
 	fltrace/*) echo 0 ;;
 	lock.h) echo 1 ;;
 	pagestate.h) echo 2 ;;
-	rt.h) echo 3 ;;
+	rt.h|far.h) echo 3 ;;
 	policy.h) echo 4 ;;
 	fault.h) echo 5 ;;
 	*) echo ;;

@@ -1,6 +1,10 @@
 /* `fltrace record`: parses the options, checks everything that can be checked before the
  * command starts, then runs it under the preload runtime and sums up what was recorded. */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,7 +18,7 @@
 #define RECORD_MAX_HANDLERS FLTRACE_MAX_HANDLERS
 #define RECORD_MAX_SAMPLERATE 1000000000ull
 
-enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL, OPT_FILES, OPT_ALLOC_SAMPLE };
+enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL, OPT_FILES, OPT_ALLOC_SAMPLE, OPT_FAR, OPT_FAR_LATENCY };
 
 static const struct option record_longopts[] = {
 	{ "localmem", required_argument, NULL, 'L' },
@@ -28,6 +32,8 @@ static const struct option record_longopts[] = {
 	{ "poll", required_argument, NULL, OPT_POLL },
 	{ "files", required_argument, NULL, OPT_FILES },
 	{ "alloc-sample", required_argument, NULL, OPT_ALLOC_SAMPLE },
+	{ "far", required_argument, NULL, OPT_FAR },
+	{ "far-latency", required_argument, NULL, OPT_FAR_LATENCY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -53,6 +59,16 @@ static void record_help_policy(const char *name, const char *help)
 		help += *help == ' ';
 	}
 	printf("\n");
+}
+
+/* --help's lines for --far: every backend of the table, with what it costs. */
+static void record_help_backends(void)
+{
+	printf("      --far <backend>     where evicted pages go (default %s):\n", FLTRACE_BACKEND_DEFAULT);
+	for (unsigned i = 0; i < FLTRACE_BACKEND_COUNT; i++)
+		record_help_policy(fltrace_backend_name(i), fltrace_backend_help(i));
+	printf("      --far-latency <us>  wait this long at each re-fetch from far memory, as a slower\n"
+	       "                          medium would (default 0); counted apart: t_far_wait_ns\n");
 }
 
 /* --help's lines for --policy: every policy of the table, with what it costs. */
@@ -89,6 +105,7 @@ static void record_help(void)
 "                          removed first, so that a report never mixes two runs\n",
 RECORD_MAX_HANDLERS);
 	record_help_policies();
+	record_help_backends();
 	printf(
 "      --depth <n>         stack frames recorded per fault (default %d, at most %d)\n"
 "      --poll <mode>       how handler threads wait for faults: adaptive (default: poll for\n"
@@ -179,6 +196,25 @@ static int record_parse_policy(const char *arg, struct record_opts *o)
 	return 0;
 }
 
+/* --far: a backend of the table; file:<dir> needs a directory that exists. */
+static int record_parse_far(const char *arg, struct record_opts *o)
+{
+	char list[96];
+	const char *dir;
+	int id = fltrace_backend_parse(arg, &dir);
+	if (id < 0)
+		return cli_error(CLI_EXIT_USAGE, "--far", "'%s' is not a far-memory backend; give %s", arg,
+				 fltrace_backend_list(list, sizeof(list)));
+	struct stat st;
+	if (dir && (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)))
+		return cli_error(CLI_EXIT_USAGE, "--far", "'%s' is not a directory; give file:<an existing "
+				 "directory>", dir);
+	if (dir && !realpath(dir, o->far_dir))
+		return cli_error(CLI_EXIT_USAGE, "--far", "cannot resolve '%s' (%s)", dir, strerror(errno));
+	o->far = id;
+	return 0;
+}
+
 static int record_parse_poll(const char *arg, struct record_opts *o)
 {
 	if (strcmp(arg, "adaptive") && strcmp(arg, "block") && strcmp(arg, "spin"))
@@ -227,6 +263,9 @@ static int record_parse_one(int c, const char *arg, struct record_opts *o)
 	case OPT_POLL: return record_parse_poll(arg, o);
 	case OPT_FILES: return record_parse_files(arg, o);
 	case OPT_ALLOC_SAMPLE: return record_parse_alloc_sample(arg, o);
+	case OPT_FAR: return record_parse_far(arg, o);
+	case OPT_FAR_LATENCY: return record_parse_number("--far-latency", arg, 0, FLTRACE_MAX_FAR_LATENCY_US,
+							 &o->far_latency_us, "microseconds per re-fetch");
 	case 'o':
 		o->outdir_arg = arg;
 		if (!*arg)

@@ -19,6 +19,9 @@ struct record_opts {
 	uint64_t samplerate;        /* -S, faults per second, 0 = all */
 	uint64_t depth;             /* --depth */
 	enum fltrace_policy policy; /* --policy */
+	int far;                    /* --far: a row of inc/fltrace/backends.h */
+	char far_dir[PATH_MAX];     /* --far file:<dir>, absolute */
+	uint64_t far_latency_us;    /* --far-latency */
 	const char *poll;           /* --poll: adaptive (default), block or spin */
 	const char *files;          /* --files: mapped (default) or all */
 	uint64_t alloc_sample;      /* --alloc-sample, bytes; 0 = the default */

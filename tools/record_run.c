@@ -108,6 +108,21 @@ static int run_setenv_u64(const char *name, uint64_t v)
 	return setenv(name, buf, 1);
 }
 
+/* --far and --far-latency: set only when given, so an untouched run's environment is as before. */
+static int run_set_far(const struct record_opts *o)
+{
+	char spec[PATH_MAX + 16];
+	int err = unsetenv(FLTRACE_ENV_FAR) | unsetenv(FLTRACE_ENV_FAR_LATENCY);
+	if (o->far > 0) {
+		snprintf(spec, sizeof(spec), "%s%s%s", fltrace_backend_name((unsigned)o->far), o->far_dir[0] ? ":" : "",
+			 o->far_dir);
+		err |= setenv(FLTRACE_ENV_FAR, spec, 1);
+	}
+	if (o->far_latency_us)
+		err |= run_setenv_u64(FLTRACE_ENV_FAR_LATENCY, o->far_latency_us);
+	return err;
+}
+
 /* The contract of inc/fltrace/config.h: every option, for every process of the command. */
 static int run_set_environment(const struct record_opts *o)
 {
@@ -125,6 +140,7 @@ static int run_set_environment(const struct record_opts *o)
 	err |= run_setenv_u64(FLTRACE_ENV_HANDLERS, o->handlers);
 	err |= run_setenv_u64(FLTRACE_ENV_SAMPLERATE, o->samplerate);
 	err |= setenv(FLTRACE_ENV_POLICY, fltrace_policy_name((unsigned)o->policy), 1);
+	err |= run_set_far(o);
 	err |= run_setenv_u64(FLTRACE_ENV_STACK_DEPTH, o->depth);
 	err |= setenv(FLTRACE_ENV_POLL, o->poll ? o->poll : "adaptive", 1);
 	err |= setenv(FLTRACE_ENV_FILES, o->files ? o->files : "mapped", 1);

@@ -3,6 +3,7 @@
 #ifndef FLTRACE_CONFIG_H
 #define FLTRACE_CONFIG_H
 
+#include "fltrace/backends.h"
 #include "fltrace/policies.h"
 
 #define FLTRACE_VERSION_STRING "0.1.0"
@@ -16,6 +17,9 @@
 #define FLTRACE_ENV_CORES "FLTRACE_CORES"           /* --cores: CPU list for handler threads */
 #define FLTRACE_ENV_SAMPLERATE "FLTRACE_SAMPLERATE" /* -S: faults per second, 0 = all */
 #define FLTRACE_ENV_POLICY "FLTRACE_POLICY"         /* --policy: a name in policies.h */
+#define FLTRACE_ENV_FAR "FLTRACE_FAR"               /* --far: a backend of backends.h, e.g. file:/dir */
+#define FLTRACE_ENV_FAR_LATENCY "FLTRACE_FAR_LATENCY_US" /* --far-latency: µs added to each re-fetch */
+#define FLTRACE_MAX_FAR_LATENCY_US 1000000
 #define FLTRACE_ENV_STACK_DEPTH "FLTRACE_STACK_DEPTH" /* --depth: frames per stack */
 #define FLTRACE_ENV_POLL "FLTRACE_POLL"             /* --poll: adaptive | block | spin */
 #define FLTRACE_ENV_SPIN_US "FLTRACE_SPIN_US"       /* adaptive: µs a handler polls after a fault (100) */

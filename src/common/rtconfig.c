@@ -9,7 +9,7 @@
 
 #define TODO_RECORD "run the program through 'fltrace record', which sets it"
 
-enum kind { K_U64, K_UNSIGNED, K_BOOL, K_WORD, K_POLICY, K_CORES, K_PATH };
+enum kind { K_U64, K_UNSIGNED, K_BOOL, K_WORD, K_POLICY, K_FAR, K_CORES, K_PATH };
 
 struct setting {
 	const char *name;
@@ -32,6 +32,8 @@ static const struct setting settings[] = {
 	{ FLTRACE_ENV_CORES, K_CORES, OFF(cores), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_SAMPLERATE, K_UNSIGNED, OFF(samplerate), false, 0, 0, 1000000000, NULL },
 	{ FLTRACE_ENV_POLICY, K_POLICY, OFF(policy), false, 0, 0, 0, NULL },
+	{ FLTRACE_ENV_FAR, K_FAR, OFF(far), false, 0, 0, 0, NULL },
+	{ FLTRACE_ENV_FAR_LATENCY, K_U64, OFF(far_latency_ns), false, 0, 0, FLTRACE_MAX_FAR_LATENCY_US, NULL },
 	{ FLTRACE_ENV_STACK_DEPTH, K_UNSIGNED, OFF(stack_depth), false, FLTRACE_DEFAULT_STACK_DEPTH, 1,
 	  FLTRACE_MAX_STACK_DEPTH, NULL },
 	{ FLTRACE_ENV_POLL, K_WORD, OFF(poll), false, RTCONFIG_POLL_ADAPTIVE, 0, 0, poll_words },
@@ -108,6 +110,24 @@ static int parse_one(const struct setting *s, const char *v, struct rtconfig *c,
 		c->policy = id;
 		return 0;
 	}
+	case K_FAR: {
+		const char *arg;
+		int id = fltrace_backend_parse(v ? v : FLTRACE_BACKEND_DEFAULT, &arg);
+		if (id < 0) {
+			char todo[128], list[96];
+			struct fmt f;
+			fmt_init(&f, todo, sizeof(todo));
+			fmt_str(&f, "give ");
+			fmt_str(&f, fltrace_backend_list(list, sizeof(list)));
+			return refuse(err, s, v, id == -2 ? "has no argument, or one it does not take" :
+				      "is not a far-memory backend", todo);
+		}
+		if (arg && arg[0] != '/')
+			return refuse(err, s, v, "does not name an absolute directory", TODO_RECORD);
+		c->far = id;
+		c->far_arg = arg;
+		return 0;
+	}
 	case K_CORES:
 		c->pinned = v != NULL;
 		memset(&c->cores, 0, sizeof(c->cores));
@@ -144,7 +164,8 @@ int rtconfig_parse(const char *(*get)(const char *name, void *ctx), void *ctx, s
 		if (parse_one(s, v, c, err) < 0)
 			return -1;
 	}
-	c->spin_ns = c->poll == RTCONFIG_POLL_BLOCK ? 0 : c->spin_ns * 1000; /* the row reads µs */
+	c->spin_ns = c->poll == RTCONFIG_POLL_BLOCK ? 0 : c->spin_ns * 1000; /* the rows read µs */
+	c->far_latency_ns *= 1000;
 	if (c->maxmem < c->localmem)
 		c->maxmem = c->localmem;
 	return 0;

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "far.h"
 #include "policy.h"
 
 static struct {
@@ -66,7 +67,7 @@ static bool page_is_present(uintptr_t page)
 }
 
 /* The page's data now sits in `slot`: evicted for good (far), or on probation (inactive, which
- * still counts as local memory). */
+ * still counts as local memory). The caller hands evicted slots to the backend (far_pages_out). */
 static void page_moved_out(uintptr_t page, uint32_t slot, bool probation)
 {
 	uint32_t *pg = region_page(page);
@@ -138,6 +139,8 @@ static unsigned move_out_pagewise(const uintptr_t *pages, unsigned n, bool proba
 		}
 		if (err == 0) {
 			page_moved_out(page, slot, probation);
+			if (!probation)
+				far_page_out(slot);
 			done++;
 		} else if (err == -ENOENT) {
 			/* Gone behind our back (a raw madvise): it reads back as zeros, as the kernel's would. */
@@ -183,6 +186,8 @@ unsigned evict_out(uintptr_t *v, unsigned n, bool probation)
 			unsigned k = moved > 0 ? (unsigned)((unsigned long)moved >> rt.page_shift) : 0;
 			for (unsigned m = 0; m < k; m++)
 				page_moved_out(v[i + m], first + m, probation);
+			if (!probation)
+				far_pages_out(first, k); /* the run in one write */
 			for (unsigned m = k; m < j - i; m++)
 				farmem_free(first + m); /* never filled: freeing costs one madvise */
 			done += k + move_out_pagewise(&v[i + k], j - i - k, probation);
@@ -209,6 +214,7 @@ void evict_probation_end(uintptr_t page)
 		return;
 	}
 	pagestate_set(page, pg, PAGE_EVICTED, pg_slot(*pg), PS_PROBATION_END);
+	far_page_out(pg_slot(*pg));
 	if (*pg & PG_FILE)
 		atomic_fetch_add(&rt.stats.evict_file_moved, 1);
 }

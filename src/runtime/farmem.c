@@ -5,7 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rt.h"
+#include "far.h"
 
 #define FREE_BATCH 256
 
@@ -44,6 +44,12 @@ void *farmem_addr(uint32_t slot)
 	return far.base + ((uint64_t)slot << rt.page_shift);
 }
 
+/* The slots' pages live on in the backend: their memory here goes now (the slots stay taken). */
+void farmem_drop_local(uint32_t first, unsigned n)
+{
+	syscall(SYS_madvise, farmem_addr(first), (size_t)n << rt.page_shift, MADV_DONTNEED);
+}
+
 /* Empties the pending slots, one madvise per contiguous run. */
 static void farmem_flush_pending(void)
 {
@@ -57,6 +63,7 @@ static void farmem_flush_pending(void)
 			j++;
 		syscall(SYS_madvise, farmem_addr(far.pending[i]), (size_t)(j - i) << rt.page_shift,
 			MADV_DONTNEED);
+		far_slots_freed(far.pending[i], j - i);
 		i = j;
 	}
 	for (i = 0; i < far.npending; i++)

@@ -7,7 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rt.h"
+#include "far.h"
 
 static struct {
 	int uffd;                /* the child's until its runtime starts (in the program's table); -1 */
@@ -18,11 +18,13 @@ void rt_fork_prepare(void)
 {
 	rt_lock(); /* no eviction while the address space is copied */
 	filemap_fork_prepare();
+	far_fork_prepare(); /* a backend outside the process copies its pages for the child */
 }
 
 void rt_fork_parent(void)
 {
 	filemap_fork_parent();
+	far_fork_parent();
 	rt_unlock();
 }
 
@@ -32,6 +34,7 @@ void rt_fork_parent(void)
 static void fork_forget_parent_fds(void)
 {
 	fdtable_fork_child();
+	far_fork_child(); /* its copy of the backend, before any fd of the child's own */
 	rt.uffd = rt.loader_uffd = rt.far_uffd = -1;
 	trace_close_inherited();
 	maps_fork_child();
@@ -48,6 +51,7 @@ static void fork_on_sigbus(int sig, siginfo_t *si, void *uc)
 	uint32_t *pg = fw.uffd >= 0 ? region_page(page) : NULL;
 	if (pg && pg_state(*pg) == PAGE_INACTIVE) { /* on probation: still local, its data in a slot */
 		pagestate_set(page, pg, PAGE_EVICTED, pg_slot(*pg), PS_FORK_WINDOW);
+		far_page_out(pg_slot(*pg));
 	}
 	if (pg && pg_state(*pg) != PAGE_PRESENT) {
 		uint8_t kind;

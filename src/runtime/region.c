@@ -7,7 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rt.h"
+#include "far.h"
 
 #define REGION_MAX 65536
 
@@ -319,7 +319,8 @@ void region_restore_evicted(void)
 			bool ro = !(*pg & PG_WRITABLE);
 			if (ro)
 				syscall(SYS_mprotect, dst, rt.page_size, PROT_READ | PROT_WRITE);
-			memcpy(dst, farmem_addr(pg_slot(*pg)), rt.page_size);
+			memcpy(dst, st == PAGE_EVICTED ? far_page_source(pg_slot(*pg)) : farmem_addr(pg_slot(*pg)),
+			       rt.page_size);
 			if (ro)
 				syscall(SYS_mprotect, dst, rt.page_size, PROT_READ);
 			farmem_free(pg_slot(*pg));

@@ -38,6 +38,9 @@ struct rt_config {
 	struct cpulist cores;
 	unsigned samplerate; /* faults recorded per second, 0 = all */
 	int policy;          /* enum fltrace_policy: a row of inc/fltrace/policies.h */
+	unsigned far;        /* enum fltrace_backend: a row of inc/fltrace/backends.h */
+	const char *far_arg; /* file: the directory (in the environment) */
+	uint64_t far_latency_ns; /* --far-latency: waited at each re-fetch */
 	unsigned stack_depth;
 	bool spin;           /* handler threads busy-poll instead of blocking */
 	uint64_t spin_ns;    /* adaptive: poll this long after the last fault before blocking */
@@ -111,6 +114,7 @@ int farmem_init(uint64_t slots);
 int farmem_alloc_run(uint32_t n, uint32_t *first); /* n contiguous fresh slots */
 void farmem_free(uint32_t slot);                   /* released lazily, in batches */
 void *farmem_addr(uint32_t slot);
+void farmem_drop_local(uint32_t first, unsigned n); /* their pages are kept by the backend (far.c) */
 int farmem_register(int fd);
 
 /* ---- eviction (evict.c): keeps resident tracked pages under the cap; the policy (policy.h) picks ---- */
@@ -243,6 +247,7 @@ struct rt_time_stats {
 	_Atomic uint64_t evict;    /* eviction rounds on the fault path (evict_ops rounds, evict_pages pages) */
 	_Atomic uint64_t copyin;   /* UFFDIO_COPY of the page: zeros, its far copy or its file data */
 	_Atomic uint64_t signal;   /* queueing the stack signal to the faulting thread (tgkill) */
+	_Atomic uint64_t far_wait; /* --far-latency: the emulated medium's wait at re-fetches */
 	_Atomic uint64_t unwind;   /* stacks unwound by a handler (threads in system calls) */
 	_Atomic uint64_t record;   /* records written by a handler (stack interned, record appended) */
 	_Atomic uint64_t idle;     /* waiting for messages in poll */
@@ -269,6 +274,7 @@ struct rt_stats {
 	_Atomic uint64_t loader_file_bytes, loader_file_maps;   /* --files=all: loader mappings traced */
 	_Atomic uint64_t untracked_loader_file_bytes, untracked_loader_file_maps; /* ... and left alone */
 	_Atomic uint64_t allocs_big, allocs_sampled, allocs_maps, allocs_lost; /* allocation records */
+	_Atomic uint64_t far_puts, far_gets; /* pages written to and read from the far backend */
 	struct rt_time_stats time;
 };
 int stats_start(void);

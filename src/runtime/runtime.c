@@ -10,7 +10,7 @@
 
 #include "fltrace/fmt.h"
 #include "fltrace/rtconfig.h"
-#include "rt.h"
+#include "far.h"
 
 struct rt rt = { .lock = PTHREAD_MUTEX_INITIALIZER, .uffd = -1, .far_uffd = -1, .loader_uffd = -1 };
 __thread int rt_tls_internal;
@@ -125,6 +125,9 @@ static void config_parse(struct rt_config *c)
 	c->cores = rc.cores;
 	c->samplerate = rc.samplerate;
 	c->policy = rc.policy;
+	c->far = (unsigned)rc.far;
+	c->far_arg = rc.far_arg;
+	c->far_latency_ns = rc.far_latency_ns;
 	c->stack_depth = rc.stack_depth;
 	/* adaptive (default): faults come in bursts, and waking an idle vCPU costs 50-100 us here
 	 * (make bench's floor rows), so a handler polls 100 us after a fault before it blocks;
@@ -258,7 +261,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 	/* Slots for evicted pages (at most -M minus -L: evict.c enforces it) and CLOCK's probation. */
 	if (farmem_init((rt.cfg.maxmem + ps - 1) / ps + 1024) < 0 ||
 	    evict_init(rt.cfg.localmem / ps, rt.cfg.maxmem / ps) < 0 || threads_init() < 0 ||
-	    allocs_init(rt.cfg.alloc_sample, rt.cfg.allocs) < 0)
+	    allocs_init(rt.cfg.alloc_sample, rt.cfg.allocs) < 0 || far_init() < 0)
 		rt_die("runtime", "cannot reserve its bookkeeping memory", "lower -M");
 	handler_signal_init();
 	prefault_init();

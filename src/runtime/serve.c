@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 
 #include "fltrace/fmt.h"
+#include "far.h"
 #include "fault.h"
 
 static struct {
@@ -130,7 +131,7 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
 	bool evicted = pg_state(*pg) == PAGE_EVICTED;
 	bool from_file = !evicted && (*pg & PG_FILE);
 	uint32_t slot = pg_slot(*pg);
-	const void *src = evicted ? farmem_addr(slot) : sv.zero_page;
+	const void *src = evicted ? far_page_source(slot) : sv.zero_page;
 	*kind = evicted ? FT_KIND_REFETCH : FT_KIND_ZERO;
 	if (from_file) {
 		/* Never written (or dropped clean): the file holds the page. */

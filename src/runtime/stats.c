@@ -66,6 +66,7 @@ static void stats_time_kv(struct fmt *f, struct rt_time_stats *t)
 	kv(f, "t_soft_ns", atomic_load(&t->soft));
 	kv(f, "t_evict_ns", atomic_load(&t->evict));
 	kv(f, "t_copyin_ns", atomic_load(&t->copyin));
+	kv(f, "t_far_wait_ns", atomic_load(&t->far_wait));
 	kv(f, "t_signal_ns", atomic_load(&t->signal));
 	kv(f, "t_unwind_ns", atomic_load(&t->unwind));
 	kv(f, "t_record_ns", atomic_load(&t->record));
@@ -150,6 +151,9 @@ void stats_write_line(void)
 	kv(&f, "localmem", rt.cfg.localmem);
 	kv(&f, "maxmem", rt.cfg.maxmem);
 	kv(&f, "exec_gen", rt.exec_gen);
+	kv(&f, "far_puts", atomic_load(&s->far_puts));
+	kv(&f, "far_gets", atomic_load(&s->far_gets));
+	kv(&f, "far_latency_ns", rt.cfg.far_latency_ns);
 	stats_time_kv(&f, &s->time);
 	fmt_char(&f, '\n');
 	rt_spin_lock(&st.lock, LOCK_STATS);

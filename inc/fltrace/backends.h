@@ -1,0 +1,28 @@
+/* The far-memory backends, one row each: the one list that `fltrace record` (--far, --help) and the
+ * runtime (src/runtime/far.c: name -> operations) share. Adding a backend: src/runtime/far_<name>.c
+ * defining `far_<name>`, a row here. */
+#ifndef FLTRACE_BACKENDS_H
+#define FLTRACE_BACKENDS_H
+
+#include <stddef.h>
+
+/* X(name, takes an argument after "name:", what it is and what it costs) */
+#define FLTRACE_BACKENDS(X)                                                                        \
+	X(mem, 0, "pages kept in memory inside the process (the default): a re-fetch is one page copy") \
+	X(file, 1, "file:<dir>: pages kept in an unnamed file in <dir>, as swap keeps them on an SSD: "  \
+		   "a write per evicted page, a read per re-fetch, a copy of the file per fork")
+
+#define FLTRACE_BACKEND_DEFAULT "mem"
+
+#define FLTRACE_BACKEND_ENUM_ROW(name, arg, help) FLTRACE_BACKEND_##name,
+enum fltrace_backend { FLTRACE_BACKENDS(FLTRACE_BACKEND_ENUM_ROW) FLTRACE_BACKEND_COUNT };
+#undef FLTRACE_BACKEND_ENUM_ROW
+
+/* "mem" or "file:/dir": its row, with *arg the part after ':' (NULL if none); -1 if there is no such
+ * backend, -2 if it needs an argument and has none (or has one it does not take). */
+int fltrace_backend_parse(const char *spec, const char **arg);
+const char *fltrace_backend_name(unsigned id); /* "?" past the table */
+const char *fltrace_backend_help(unsigned id);
+const char *fltrace_backend_list(char *buf, size_t cap); /* "mem or file:<dir>" */
+
+#endif

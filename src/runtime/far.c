@@ -1,0 +1,112 @@
+/* The far-memory backend of this run (rt.cfg.far: a row of inc/fltrace/backends.h), and the calls
+ * through which a page leaves local memory for it and comes back, --far-latency's wait included. */
+#include <errno.h>
+#include <string.h>
+
+#include "far.h"
+#include "fltrace/fmt.h"
+
+#define BACKEND_DECLARE(name, arg, help) extern const struct far_backend far_##name;
+FLTRACE_BACKENDS(BACKEND_DECLARE)
+#define BACKEND_ROW(name, arg, help) &far_##name,
+static const struct far_backend *const backends[] = { FLTRACE_BACKENDS(BACKEND_ROW) };
+
+const struct far_backend *far_backend_of(unsigned id)
+{
+	return id < FLTRACE_BACKEND_COUNT ? backends[id] : NULL;
+}
+
+static struct {
+	const struct far_backend *b;
+	char *page; /* a page fetched from the medium on its way in (rt.lock held: one is enough) */
+} fa;
+
+static __attribute__((noreturn)) void far_die(const char *doing, int err, const char *todo)
+{
+	char why[256];
+	struct fmt f;
+	fmt_init(&f, why, sizeof(why));
+	fmt_str(&f, doing);
+	fmt_str(&f, " ");
+	fmt_str(&f, fa.b && fa.b->describe ? fa.b->describe() : "?");
+	fmt_str(&f, " (");
+	fmt_str(&f, strerror(-err));
+	fmt_str(&f, ")");
+	rt_die("far memory", why, todo);
+}
+
+int far_init(void)
+{
+	fa.b = far_backend_of(rt.cfg.far);
+	if (!fa.b)
+		fa.b = backends[FLTRACE_BACKEND_mem];
+	fa.page = rt_map(rt.page_size);
+	if (!fa.page)
+		return -ENOMEM;
+	int err = fa.b->init(rt.cfg.far_arg);
+	if (err < 0)
+		far_die("cannot create its store in", err, "give --far file:<dir> a writable directory on a "
+			"file system with O_TMPFILE (ext4, xfs, btrfs, tmpfs), or use --far mem");
+	return 0;
+}
+
+void far_pages_out(uint32_t first, unsigned n)
+{
+	if (!fa.b->put || !n)
+		return;
+	int err = fa.b->put(first, farmem_addr(first), n);
+	if (err < 0)
+		far_die("cannot write an evicted page to", err, "free space on that file system, or run with "
+			"a larger -L or --far mem");
+	farmem_drop_local(first, n);
+	atomic_fetch_add_explicit(&rt.stats.far_puts, n, memory_order_relaxed);
+}
+
+void far_slots_freed(uint32_t first, unsigned n)
+{
+	if (fa.b && fa.b->free)
+		fa.b->free(first, n);
+}
+
+/* --far-latency: the medium's latency, emulated by a wait, counted apart (far_wait_ns). */
+static void far_wait(void)
+{
+	if (!rt.cfg.far_latency_ns)
+		return;
+	uint64_t t0 = rt_mono_ns(), end = t0 + rt.cfg.far_latency_ns;
+	while (rt_mono_ns() < end)
+		__builtin_ia32_pause();
+	rt_time_add(&rt.stats.time.far_wait, t0);
+}
+
+const void *far_page_source(uint32_t slot)
+{
+	far_wait();
+	atomic_fetch_add_explicit(&rt.stats.far_gets, 1, memory_order_relaxed);
+	if (!fa.b->get)
+		return farmem_addr(slot);
+	int err = fa.b->get(slot, fa.page, 1);
+	if (err < 0)
+		far_die("cannot read an evicted page back from", err, "check that file system");
+	return fa.page;
+}
+
+void far_fork_prepare(void)
+{
+	int err = fa.b && fa.b->fork_prepare ? fa.b->fork_prepare() : 0;
+	if (err < 0)
+		far_die("cannot copy far memory for a fork child in", err, "free space on that file system, or "
+			"use --far mem");
+}
+
+void far_fork_parent(void)
+{
+	if (fa.b && fa.b->fork_parent)
+		fa.b->fork_parent();
+}
+
+void far_fork_child(void)
+{
+	if (fa.b && fa.b->fork_child)
+		fa.b->fork_child();
+}

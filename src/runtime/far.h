@@ -1,0 +1,51 @@
+/* Far memory as a medium behind the staging store (farmem.c): what a backend is, and the calls the
+ * page's path makes when pages leave local memory for good, come back, or are freed. */
+#ifndef FLTRACE_FAR_H
+#define FLTRACE_FAR_H
+
+#include <stdint.h>
+
+#include "rt.h"
+
+/* A backend (far_<name>.c, one row of inc/fltrace/backends.h). Every evicted page first moves into
+ * its staging slot (farmem.c: UFFDIO_MOVE, atomic against the program's writes); a backend with
+ * `put` then keeps the page elsewhere, at the slot's number, and the staging copy is dropped; a
+ * backend without it keeps the staging copy itself (no copy at all). Batches are runs of
+ * contiguous slots, whose staging pages are contiguous too. All calls run under rt.lock, on any
+ * thread: a backend's fds are the runtime's (rt_fd_borrow). Errors are -errno. */
+struct far_backend {
+	int (*init)(const char *arg); /* arg: what followed "<name>:" (NULL if nothing) */
+	/* Keeps the n pages at `pages` (staging slots first .. first + n - 1) at those slots. */
+	int (*put)(uint32_t first, const void *pages, unsigned n);
+	/* Copies the n pages kept at slots first .. first + n - 1 into `pages`. */
+	int (*get)(uint32_t first, void *pages, unsigned n);
+	/* Slots first .. first + n - 1 hold nothing any more (their space may go back). Optional. */
+	void (*free)(uint32_t first, unsigned n);
+	/* fork: before it, in the parent (rt.lock held), the child's own copy of the medium is made;
+	 * after it, the parent lets go of it and the child takes it (fd numbers of the program's table). */
+	int (*fork_prepare)(void);
+	void (*fork_parent)(void);
+	void (*fork_child)(void);
+	const char *(*describe)(void); /* where the pages go, for messages */
+};
+
+const struct far_backend *far_backend_of(unsigned id); /* a row of backends.h; NULL past the table */
+
+int far_init(void); /* the backend of rt.cfg; stops the run with a message on failure */
+/* The pages in slots first .. first + n - 1 left local memory for good (PAGE_EVICTED): the backend
+ * keeps them. A failed write stops the run before anything is lost (the staging copies remain). */
+void far_pages_out(uint32_t first, unsigned n);
+static inline void far_page_out(uint32_t slot)
+{
+	far_pages_out(slot, 1);
+}
+/* The content of the evicted page kept at `slot`, to copy into place: the staging slot itself for
+ * `mem` (no extra copy), else one page read from the medium (valid until the next call; rt.lock
+ * held). Includes --far-latency's wait, counted apart. */
+const void *far_page_source(uint32_t slot);
+void far_slots_freed(uint32_t first, unsigned n); /* farmem.c, when it empties a run of slots */
+void far_fork_prepare(void);
+void far_fork_parent(void);
+void far_fork_child(void);
+
+#endif
