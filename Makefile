@@ -134,6 +134,13 @@ $(B)/test/unit/test_lock: test/unit/test_lock.c src/runtime/lock.c src/runtime/l
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TOOL) -DFLTRACE_DEBUG -o $@ test/unit/test_lock.c src/runtime/lock.c $(COMMON_OBJ)
 
+# Far memory runs outside a traced process too: the staging store, far.c and every backend, with the
+# runtime's fd and memory calls stubbed by the test.
+FAR_SRC := src/runtime/farmem.c src/runtime/far.c $(wildcard src/runtime/far_*.c)
+$(B)/test/unit/test_far: test/unit/test_far.c $(FAR_SRC) src/runtime/far.h src/runtime/rt.h $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TOOL) -Isrc/runtime -o $@ test/unit/test_far.c $(FAR_SRC) $(COMMON_OBJ)
+
 # The policies run outside a traced process too: their unit test links them with a simulated memory.
 POLICY_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard src/runtime/policy*.c))
 $(B)/test/unit/test_policy: test/unit/test_policy.c $(POLICY_OBJ) $(COMMON_OBJ)

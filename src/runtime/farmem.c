@@ -1,6 +1,7 @@
 /* The far-memory store: one reserved, initially empty mapping that receives evicted pages.
  * It grows only as pages are evicted; freed slots are emptied in batches (one madvise per run). */
 #include <errno.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@ int farmem_init(uint64_t slots)
 		slots = 1;
 	if (slots > PG_SLOT_MAX)
 		return -E2BIG;
+	memset(&far, 0, sizeof(far));
 	far.nslots = slots;
 	far.base = (char *)syscall(SYS_mmap, NULL, slots << rt.page_shift, PROT_READ | PROT_WRITE,
 				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
