@@ -1,4 +1,4 @@
-# record --far: every far-memory backend keeps the program's pages (output identical at -L 8, fork
+# record --far: every far-memory backend keeps the program's pages (output identical at -L 16, fork
 # children see evicted pages), counts its writes and reads exactly, and a failing medium stops the
 # run with one line instead of corrupting the program.
 source "$(dirname "$0")/../lib.sh"
@@ -9,19 +9,36 @@ if ! have_uffd; then
 fi
 FARDIR=$TMP/fardir
 mkdir -p "$FARDIR"
+"$PROGS/thrash" gen 3 > "$TMP/input"
 
-# The same programs and sizes on every backend: mem (the default) and file.
-for far in mem "file:$FARDIR"; do
-	b=${far%%:*}
-	same_output "far_${b}_fillscan" "-L 8 -M 2048 --policy fifo --far $far" "$PROGS/fillscan" 48 3 || continue
-	# fifo at -L 8: every re-fetch came from the medium, and each was written there first
+# Every backend of the table (inc/fltrace/backends.h; one taking an argument gets a directory),
+# the same programs and sizes: output identical to the untraced run, and fault counts exactly the
+# same on every backend (the medium never changes which pages fault).
+BACKENDS=$(sed -n 's/^[[:space:]]*X(\([a-z0-9_]*\), \([01]\),.*/\1:\2/p' "$ROOT/inc/fltrace/backends.h")
+L16="-L 16 -M 2048"
+for row in $BACKENDS; do
+	b=${row%%:*} far=${row%%:*}
+	[ "${row#*:}" = 1 ] && far="$b:$FARDIR"
+	same_output "far_${b}_fillscan" "$L16 --policy fifo --far $far" "$PROGS/fillscan" 64 3 || continue
+	# fifo at -L 16: every re-fetch came from the medium, and each was written there first
 	gets=$(stat_max "$TMP/far_${b}_fillscan" far_gets)
 	refetch=$(stat_max "$TMP/far_${b}_fillscan" faults_refetch)
 	expect_eq "far_${b}_reads_are_refetches" "far_gets" "$refetch" "$gets"
-	for mode in fork remap madvise; do
-		same_output "far_${b}_memops_$mode" "-L 8 -M 2048 --far $far" "$PROGS/memops" "$mode"
+	expect_stat "far_${b}_went_far" "$TMP/far_${b}_fillscan" faults_refetch -gt 30000
+	expect_stat "far_${b}_no_illegal_page_change" "$TMP/far_${b}_fillscan" page_state_illegal -eq 0
+	for mode in fork remap madvise syscalls; do
+		same_output "far_${b}_memops_$mode" "$L16 --far $far" "$PROGS/memops" "$mode"
 	done
-	same_output "far_${b}_threads" "-L 8 -M 2048 --far $far" "$PROGS/fillscan" 64 2 4
+	# fork without exec: the child reads pages evicted before the fork, from its own copy
+	expect_stat "far_${b}_fork_child_refetched" "$TMP/far_${b}_memops_fork" faults_refetch -gt 1000
+	same_output "far_${b}_threads" "$L16 --far $far" "$PROGS/fillscan" 64 2 4
+	same_output "far_${b}_thrash" "$L16 -M 256 --policy clock --far $far" "$PROGS/thrash" 2688 8 "$TMP/input"
+done
+first=${BACKENDS%% *}; first=${first%%:*}
+for row in ${BACKENDS#* }; do
+	b=${row%%:*}
+	expect_eq "far_${b}_same_faults_as_$first" "re-fetches of fillscan under fifo" \
+		"$(stat_max "$TMP/far_${first}_fillscan" faults_refetch)" "$(stat_max "$TMP/far_${b}_fillscan" faults_refetch)"
 done
 puts=$(stat_max "$TMP/far_file_fillscan" far_puts)
 [ "$puts" -ge "$(stat_max "$TMP/far_file_fillscan" faults_refetch)" ] && pass far_file_writes_before_reads ||
@@ -48,6 +65,21 @@ rc=$?
 msg=$(grep '^fltrace: far memory:' "$dir/err" | head -1)
 [ $rc = 125 ] && [[ "$msg" == *"cannot write an evicted page to $FARDIR"* ]] && pass far_full_stops ||
 	fail far_full_stops "exit $rc, message: $(head -c 300 "$dir/err")"
+
+# A full disk: a 4 MB tmpfs mounted here (root only) fills up while the program evicts ~90 MB.
+tiny=$TMP/tiny; mkdir -p "$tiny"
+if mount -t tmpfs -o size=4m fltrace-test "$tiny" 2>/dev/null; then
+	dir=$TMP/far_disk_full; mkdir -p "$dir"
+	timeout "$HANG" "$FLTRACE" record -L 4 -M 2048 --far "file:$tiny" -o "$dir" -- "$PROGS/fillscan" 96 2 \
+		> "$dir/out" 2> "$dir/err"
+	rc=$?
+	umount "$tiny"
+	msg=$(grep '^fltrace: far memory:' "$dir/err" | head -1)
+	[ $rc = 125 ] && [[ "$msg" == *"cannot write an evicted page to $tiny (No space left on device)"* ]] &&
+		pass far_disk_full_stops || fail far_disk_full_stops "exit $rc, message: $(head -c 300 "$dir/err")"
+else
+	skip far_disk_full_stops "cannot mount a tmpfs here (not root)"
+fi
 
 # Bad backends are refused before anything runs.
 expect_error far_unknown 2 "--far: 'disk' is not a far-memory backend; give mem or file:<dir>" \
