@@ -203,7 +203,9 @@ static int record_parse_far(const char *arg, struct record_opts *o)
 	const char *dir;
 	int id = fltrace_backend_parse(arg, &dir);
 	if (id < 0)
-		return cli_error(CLI_EXIT_USAGE, "--far", "'%s' is not a far-memory backend; give %s", arg,
+		return cli_error(CLI_EXIT_USAGE, "--far", "'%s' %s; give %s", arg,
+				 id == -2 ? "lacks the directory file: needs, or has an argument mem does not take" :
+					    "is not a far-memory backend",
 				 fltrace_backend_list(list, sizeof(list)));
 	struct stat st;
 	if (dir && (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)))

@@ -8,9 +8,11 @@
 
 /* X(name, takes an argument after "name:", what it is and what it costs) */
 #define FLTRACE_BACKENDS(X)                                                                        \
-	X(mem, 0, "pages kept in memory inside the process (the default): a re-fetch is one page copy") \
-	X(file, 1, "file:<dir>: pages kept in an unnamed file in <dir>, as swap keeps them on an SSD: "  \
-		   "a write per evicted page, a read per re-fetch, a copy of the file per fork")
+	X(mem, 0, "pages kept in memory inside the process (the default): nothing beyond the page " \
+		  "moves every eviction and re-fetch make")                                            \
+	X(file, 1, "file:<dir>: pages kept in an unnamed file in <dir>, as swap keeps them on an SSD: " \
+		   "one pwrite per run of evicted pages, one pread per re-fetch (page cache: ~2 us; " \
+		   "disk when memory is short), a copy of the file at each fork")
 
 #define FLTRACE_BACKEND_DEFAULT "mem"
 
