@@ -1,6 +1,10 @@
 /* Bench workload: breadth-first search over a generated power-law (R-MAT) graph in CSR layout,
  * the far-memory papers' graph kernel. Prints a checksum that must not change under tracing.
- * Usage: bfs [scale=20] [edgefactor=8] [roots=1]   (2^scale vertices, edgefactor*2^scale edges) */
+ * Usage: bfs [scale=20] [edgefactor=8] [roots=1] [threads=1]   (2^scale vertices, edgefactor*2^scale
+ * edges). With threads > 1 each level's frontier is shared out (level-synchronous, vertices claimed
+ * with a compare-and-swap): the same vertices at the same levels, so the same output. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,13 +125,116 @@ static uint32_t bfs_run(const struct graph *g, uint32_t root, int32_t *level, ui
 	return tail;
 }
 
+/* ---- the same search on several threads, one level at a time ---- */
+#define BFS_MAX_THREADS 16
+
+struct par {
+	const struct graph *g;
+	_Atomic int32_t *level;
+	uint32_t *frontier, nfront; /* this level's vertices */
+	uint32_t *next[BFS_MAX_THREADS], nnext[BFS_MAX_THREADS]; /* each thread's finds */
+	uint64_t sum[BFS_MAX_THREADS];
+	int nthreads, depth;
+	pthread_barrier_t step;
+	_Atomic int done;
+};
+
+struct worker {
+	struct par *p;
+	int id;
+};
+
+static void par_expand(struct par *p, int id)
+{
+	uint32_t lo = (uint32_t)((uint64_t)p->nfront * id / p->nthreads);
+	uint32_t hi = (uint32_t)((uint64_t)p->nfront * (id + 1) / p->nthreads);
+	for (uint32_t i = lo; i < hi; i++) {
+		uint32_t u = p->frontier[i];
+		for (uint64_t e = p->g->off[u]; e < p->g->off[u + 1]; e++) {
+			uint32_t v = p->g->adj[e];
+			int32_t unseen = -1;
+			if (atomic_load_explicit(&p->level[v], memory_order_relaxed) < 0 &&
+			    atomic_compare_exchange_strong(&p->level[v], &unseen, p->depth + 1)) {
+				p->next[id][p->nnext[id]++] = v;
+				p->sum[id] += (uint64_t)(p->depth + 1) * (v + 1ull);
+			}
+		}
+	}
+}
+
+/* Thread 0 gathers the finds into the next frontier between two barriers. */
+static void *par_worker(void *arg)
+{
+	struct worker *w = arg;
+	struct par *p = w->p;
+	for (;;) {
+		pthread_barrier_wait(&p->step);
+		if (atomic_load(&p->done))
+			return NULL;
+		par_expand(p, w->id);
+		pthread_barrier_wait(&p->step);
+		if (w->id == 0) {
+			uint32_t n = 0;
+			for (int t = 0; t < p->nthreads; t++) {
+				memcpy(p->frontier + n, p->next[t], p->nnext[t] * sizeof(uint32_t));
+				n += p->nnext[t];
+				p->nnext[t] = 0;
+			}
+			p->nfront = n;
+			p->depth++;
+			if (n == 0)
+				atomic_store(&p->done, 1);
+		}
+	}
+}
+
+static uint32_t bfs_run_threads(const struct graph *g, uint32_t root, int nthreads, uint64_t *sum)
+{
+	struct par p = { .g = g, .nthreads = nthreads };
+	p.level = xmalloc(g->nv * sizeof(*p.level));
+	p.frontier = xmalloc(g->nv * sizeof(*p.frontier));
+	for (int t = 0; t < nthreads; t++)
+		p.next[t] = xmalloc(g->nv * sizeof(uint32_t));
+	for (uint32_t i = 0; i < g->nv; i++)
+		atomic_init(&p.level[i], -1);
+	atomic_store(&p.level[root], 0);
+	p.frontier[0] = root;
+	p.nfront = 1;
+	pthread_barrier_init(&p.step, NULL, (unsigned)nthreads);
+	struct worker w[BFS_MAX_THREADS];
+	pthread_t th[BFS_MAX_THREADS];
+	for (int t = 1; t < nthreads; t++) {
+		w[t] = (struct worker){ &p, t };
+		if (pthread_create(&th[t], NULL, par_worker, &w[t]) != 0) {
+			fprintf(stderr, "bfs: cannot start a thread\n");
+			exit(3);
+		}
+	}
+	w[0] = (struct worker){ &p, 0 };
+	par_worker(&w[0]);
+	uint32_t reached = 0;
+	for (int t = 1; t < nthreads; t++)
+		pthread_join(th[t], NULL);
+	for (int t = 0; t < nthreads; t++) {
+		*sum += p.sum[t];
+		free(p.next[t]);
+	}
+	for (uint32_t i = 0; i < g->nv; i++)
+		reached += atomic_load_explicit(&p.level[i], memory_order_relaxed) >= 0;
+	pthread_barrier_destroy(&p.step);
+	free(p.frontier);
+	free(p.level);
+	return reached;
+}
+
 int main(int argc, char **argv)
 {
 	int scale = argc > 1 ? atoi(argv[1]) : 20;
 	int ef = argc > 2 ? atoi(argv[2]) : 8;
 	int roots = argc > 3 ? atoi(argv[3]) : 1;
-	if (scale < 4 || scale > 28 || ef < 1 || ef > 64 || roots < 1) {
-		fprintf(stderr, "usage: bfs [scale 4..28] [edgefactor 1..64] [roots >= 1]\n");
+	int nthreads = argc > 4 ? atoi(argv[4]) : 1;
+	if (scale < 4 || scale > 28 || ef < 1 || ef > 64 || roots < 1 || nthreads < 1 || nthreads > BFS_MAX_THREADS) {
+		fprintf(stderr, "usage: bfs [scale 4..28] [edgefactor 1..64] [roots >= 1] [threads 1..16]\n");
 		return 2;
 	}
 	struct graph g;
@@ -142,7 +249,8 @@ int main(int argc, char **argv)
 		do
 			root = (root + 0x9e3779b1u) & (g.nv - 1);
 		while (g.off[root] == g.off[root + 1]);
-		reached += bfs_run(&g, root, level, queue, &sum);
+		reached += nthreads > 1 ? bfs_run_threads(&g, root, nthreads, &sum)
+				      : bfs_run(&g, root, level, queue, &sum);
 	}
 	printf("bfs scale %d edgefactor %d: %u vertices, %llu directed edges, %d roots, %llu reached, "
 	       "checksum %016llx\n",

@@ -39,7 +39,7 @@ BFS_SCALE=${BENCH_BFS_SCALE:-$BFS_SCALE}
 # What can be run: the workloads, then the per-fault floor (uffd_floor.c: the figure the other
 # costs are compared with) and the speed of `fltrace report` (from the largest trace of this run,
 # and a synthetic one).
-ALL_WORKLOADS=(startup fillscan fillscan-8t libcalls bfs hotcold python sqlite sort)
+ALL_WORKLOADS=(startup fillscan fillscan-8t libcalls bfs bfs-2t hotcold python sqlite sort)
 KNOWN=("${ALL_WORKLOADS[@]}" floor report)
 SELECTED=("${KNOWN[@]}")
 if [ -n "${BENCH_ONLY:-}" ]; then
@@ -129,6 +129,8 @@ workload_cmd() {
 	# faults inside system calls libc makes (an fread straight into fresh memory): remote unwinds
 	libcalls) CMD=("$B/progs/libcalls-O2" "$TMP/libcalls.bin" $((LC_MB << 20))) ;;
 	bfs) CMD=("$BENCH_BIN/bfs" "$BFS_SCALE" 8 1) ;;
+	# the same search on 2 threads, a level at a time: its output must equal bfs's
+	bfs-2t) CMD=("$BENCH_BIN/bfs" "$BFS_SCALE" 8 1 2) ;;
 	# irregular reuse: a hot subset touched between steps of a cold stream (recency pays here)
 	hotcold) CMD=("$B/progs/hotcold" "$HC_HOT_MB" "$HC_COLD_MB") ;;
 	python) CMD=(/usr/bin/python3 "$TMP/dict.py" "$PY_N") ;;

@@ -98,7 +98,7 @@ expect_eq command_found_in_path "stdout" "found x" \
 signal_case() { # NAME SIGNAL EXPECTED_STATUS SCRIPT
 	local name=$1 sig=$2 want=$3 script=$4 pid rc
 	rm -f "$TMP/started"
-	env --default-signal=INT,QUIT "${REC[@]}" -- sh -c "$script" 2>"$TMP/sig.err" &
+	env --default-signal=INT,QUIT,TERM,HUP "${REC[@]}" -- sh -c "$script" 2>"$TMP/sig.err" &
 	pid=$!
 	# until the command runs (however long a busy machine takes), or fltrace has ended
 	while [ ! -e "$TMP/started" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done

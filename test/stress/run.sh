@@ -14,6 +14,7 @@
 #   STRESS_FILTER     only workloads whose name contains this
 #   STRESS_CONFIGS    ';'-separated option sets (default below)
 #   STRESS_TIMEOUT    seconds per traced run before it counts as hung (default 1200)
+#   STRESS_FRACTION   -L is the peak divided by this (default 4: a quarter; 8: an eighth)
 #   STRESS_KEEP       keep the work directory (traces included) for inspection
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -23,6 +24,7 @@ export FLTRACE_ROOT=$PWD
 
 SCALE=${STRESS_SCALE:-1}
 LIMIT=${STRESS_TIMEOUT:-1200}
+FRACTION=${STRESS_FRACTION:-4}
 CONFIGS=${STRESS_CONFIGS:-"--policy fifo;--policy clock;--policy sfifo;--policy random;--policy sfifo -C 2;--policy fifo -C 2 --poll spin"}
 PY=/usr/bin/python3
 DATA=$ROOT/test/data
@@ -100,7 +102,7 @@ workload() {
 		v=$(stat_of "$f" resident_peak_bytes)
 		[ "${v:-0}" -gt $peak ] && peak=$v
 	done
-	l=$((peak / 4 / 1024)) # KiB
+	l=$((peak / FRACTION / 1024)) # KiB
 	[ $l -lt 256 ] && l=256
 	cap=$((l * 1024))
 	echo "   $name: untraced exit $want_rc; ample run ${SECS}s, peak tracked $((peak >> 20)) MB -> -L ${l}K"
