@@ -63,17 +63,20 @@ int main(void)
 	      c.handlers == 1 && !c.pinned && c.samplerate == 0 &&
 	      c.policy == fltrace_policy_find(FLTRACE_POLICY_DEFAULT) && c.stack_depth == FLTRACE_DEFAULT_STACK_DEPTH &&
 	      c.poll == RTCONFIG_POLL_ADAPTIVE && c.spin_ns == 100000 && !c.files_all && c.allocs &&
-	      c.alloc_sample == FLTRACE_DEFAULT_ALLOC_SAMPLE, "defaults", d);
+	      c.alloc_sample == FLTRACE_DEFAULT_ALLOC_SAMPLE && c.far == FLTRACE_BACKEND_mem && !c.far_arg &&
+	      c.far_latency_ns == 0, "defaults", d);
 
 	const char *all[] = { BASE, "FLTRACE_HANDLERS=3", "FLTRACE_CORES=0,100-101", "FLTRACE_SAMPLERATE=500",
 			      "FLTRACE_POLICY=fifo", "FLTRACE_STACK_DEPTH=512", "FLTRACE_POLL=spin",
 			      "FLTRACE_SPIN_US=50", "FLTRACE_FILES=all", "FLTRACE_ALLOCS=0",
-			      "FLTRACE_ALLOC_SAMPLE=0", NULL };
+			      "FLTRACE_ALLOC_SAMPLE=0", "FLTRACE_FAR=file:/var/tmp", "FLTRACE_FAR_LATENCY_US=25", NULL };
 	rc = parse(all, &c, &err);
 	check(rc == 0 && c.handlers == 3 && c.pinned && cpulist_has(&c.cores, 0) && cpulist_has(&c.cores, 101) &&
 	      !cpulist_has(&c.cores, 1) && cpulist_count(&c.cores) == 3 && c.samplerate == 500 &&
 	      c.policy == fltrace_policy_find("fifo") && c.stack_depth == 512 && c.poll == RTCONFIG_POLL_SPIN &&
-	      c.spin_ns == 50000 && c.files_all && !c.allocs && c.alloc_sample == 0, "every_setting",
+	      c.spin_ns == 50000 && c.files_all && !c.allocs && c.alloc_sample == 0 &&
+	      c.far == FLTRACE_BACKEND_file && c.far_arg && strcmp(c.far_arg, "/var/tmp") == 0 &&
+	      c.far_latency_ns == 25000, "every_setting",
 	      err.why);
 
 	const char *block[] = { BASE, "FLTRACE_POLL=block", "FLTRACE_SPIN_US=70", "FLTRACE_FILES=mapped", NULL };
@@ -119,6 +122,12 @@ int main(void)
 	refused("spin_junk", "FLTRACE_SPIN_US=1.5", "FLTRACE_SPIN_US");
 	refused("files_unknown", "FLTRACE_FILES=some", "FLTRACE_FILES");
 	refused("allocs_two", "FLTRACE_ALLOCS=2", "FLTRACE_ALLOCS");
+	refused("far_unknown", "FLTRACE_FAR=disk", "FLTRACE_FAR");
+	refused("far_file_without_dir", "FLTRACE_FAR=file", "FLTRACE_FAR");
+	refused("far_file_relative", "FLTRACE_FAR=file:tmp", "FLTRACE_FAR");
+	refused("far_mem_with_arg", "FLTRACE_FAR=mem:/tmp", "FLTRACE_FAR");
+	refused("far_latency_over", "FLTRACE_FAR_LATENCY_US=1000001", "FLTRACE_FAR_LATENCY_US");
+	refused("far_latency_junk", "FLTRACE_FAR_LATENCY_US=5ms", "FLTRACE_FAR_LATENCY_US");
 	refused("alloc_sample_unit", "FLTRACE_ALLOC_SAMPLE=512K", "FLTRACE_ALLOC_SAMPLE");
 
 	const char *lru[] = { BASE, "FLTRACE_POLICY=lru", NULL };
