@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <sys/syscall.h>
 
 #include "fltrace/fmt.h"
@@ -16,10 +19,14 @@
 static struct {
 	pthread_t threads[RT_MAX_HANDLERS];
 	unsigned n;
-	_Atomic uint64_t progress; /* messages read: the watchdog's sign of life */
+	_Atomic int tids[RT_MAX_HANDLERS];
+	_Atomic uint64_t progress; /* messages handled: the watchdog's sign of life */
 	_Atomic unsigned started;  /* threads that got past glibc's thread start-up */
 	uint64_t watched_progress;
-	unsigned stalled_seconds;
+	unsigned stalled_seconds;  /* seconds without progress in which nothing could make any */
+	uint64_t stalled_cpu_ticks; /* CPU the handlers used since the last progress */
+	uint64_t last_cpu[RT_MAX_HANDLERS];
+	bool stalling;
 } hd;
 
 static __thread bool tls_is_handler;
@@ -232,6 +239,7 @@ static void *handler_main(void *arg)
 	rt_tls_internal = 1;
 	tls_is_handler = true;
 	fdtable_thread_enter();
+	atomic_store(&hd.tids[(uintptr_t)arg % RT_MAX_HANDLERS], rt_gettid());
 	atomic_fetch_add(&hd.started, 1);
 	handler_pin((unsigned)(uintptr_t)arg);
 	static __thread struct handler_ctx ctx;
@@ -251,12 +259,15 @@ static void *handler_main(void *arg)
 			if (got <= 0)
 				continue;
 			n += got;
-			for (ssize_t i = 0; i < got / (ssize_t)sizeof(msgs[0]); i++)
+			for (ssize_t i = 0; i < got / (ssize_t)sizeof(msgs[0]); i++) {
 				if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
 					handler_fault(&ctx, &msgs[i], pfd[k].fd);
+				/* Each message, not each batch: a batch of 64 slow faults on a busy
+				 * machine is progress the watchdog must see. */
+				atomic_fetch_add_explicit(&hd.progress, 1, memory_order_relaxed);
+			}
 		}
 		if (n > 0) {
-			atomic_fetch_add_explicit(&hd.progress, 1, memory_order_relaxed);
 			if (ctx.npending)
 				handler_check_pending(&ctx);
 			last_msg = rt_mono_ns();
@@ -305,8 +316,43 @@ int handler_start(void)
 	return hd.n == n ? 0 : -EAGAIN;
 }
 
-/* Called once a second (stats thread): faults waiting while no handler has read a message for
- * HANDLER_STALL_SECONDS means a handler is stuck; stop with a message rather than hang forever. */
+/* A thread of this process from /proc/self/task/<tid>/stat: whether it is on a CPU or waiting for
+ * one ('R'), and the CPU it has used (utime + stime, in clock ticks). False if it cannot be read. */
+static bool task_sched_state(int tid, bool *runnable, uint64_t *cpu_ticks)
+{
+	char path[64], buf[512];
+	struct fmt f;
+	fmt_init(&f, path, sizeof(path));
+	fmt_str(&f, "/proc/self/task/");
+	fmt_u64(&f, (uint64_t)tid);
+	fmt_str(&f, "/stat");
+	size_t len = rt_read_file(path, buf, sizeof(buf) - 1);
+	buf[len] = '\0';
+	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+	if (!p || p[1] != ' ')
+		return false;
+	*runnable = p[2] == 'R';
+	p += 2; /* field 3, the state; utime and stime are fields 14 and 15 */
+	for (int field = 3; field < 14 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return false;
+	char *end;
+	uint64_t ut = strtoull(p, &end, 10), st = strtoull(end, NULL, 10);
+	*cpu_ticks = ut + st;
+	return true;
+}
+
+/* Called once a second (stats thread): faults waiting while no handler has handled a message means
+ * a handler may be stuck. Wall time alone is no measure on a busy machine (a handler, or the
+ * thread holding rt.lock that it waits for, may wait seconds for a CPU), so a second counts as a
+ * stall only if none of them was runnable: all were asleep, on a lock or in a fault, which is
+ * what a deadlock looks like. A handler that spins without progress (always runnable) is caught
+ * by the CPU it used instead. HANDLER_STALL_SECONDS of either: stop with a message rather than
+ * hang forever. */
 #define HANDLER_STALL_SECONDS 10
 void handler_watchdog(void)
 {
@@ -315,9 +361,33 @@ void handler_watchdog(void)
 	if (now != hd.watched_progress || poll(p, rt.loader_uffd >= 0 ? 2 : 1, 0) < 1) {
 		hd.watched_progress = now;
 		hd.stalled_seconds = 0;
+		hd.stalled_cpu_ticks = 0;
+		hd.stalling = false;
 		return;
 	}
-	if (++hd.stalled_seconds >= HANDLER_STALL_SECONDS)
+	bool someone_runnable = false;
+	for (unsigned i = 0; i < hd.n; i++) {
+		bool r = false;
+		uint64_t cpu = 0;
+		if (!task_sched_state(atomic_load(&hd.tids[i]), &r, &cpu))
+			continue;
+		someone_runnable |= r;
+		if (hd.stalling) /* the first second without progress only takes the baseline */
+			hd.stalled_cpu_ticks += cpu - hd.last_cpu[i];
+		hd.last_cpu[i] = cpu;
+	}
+	/* A handler asleep on rt.lock waits for its holder, which may itself be waiting for a CPU. */
+	int owner = rt.lock.__data.__owner;
+	bool r = false;
+	uint64_t cpu;
+	if (owner > 0 && task_sched_state(owner, &r, &cpu))
+		someone_runnable |= r;
+	if (hd.stalling && !someone_runnable)
+		hd.stalled_seconds++;
+	hd.stalling = true;
+	long hz = sysconf(_SC_CLK_TCK);
+	bool spinning = hz > 0 && hd.stalled_cpu_ticks >= (uint64_t)(HANDLER_STALL_SECONDS * hz);
+	if (hd.stalled_seconds >= HANDLER_STALL_SECONDS || spinning)
 		rt_die("handler", "no fault has been served for 10 s while the program waits for one",
 		       "this is a bug of fltrace: report it with the command that was traced");
 }

@@ -36,7 +36,6 @@ PY
 }
 
 L16="-L 16 -M 1024 --policy fifo"
-export SAME_OUTPUT_TIMEOUT=120
 
 # the fd list, open()'s number, in the parent, a fork child and after exec
 same_output fds_listing "$L16" "$PROGS/fdtable" list

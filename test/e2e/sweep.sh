@@ -17,7 +17,7 @@ fi
 
 # ---- given sizes, two policies ----
 D=$TMP/sw
-timeout 300 "$FLTRACE" sweep -L 4,8,16 --policy clock,fifo -M 64 -o "$D" -- "$FS" 8 3 \
+timeout "$HANG" "$FLTRACE" sweep -L 4,8,16 --policy clock,fifo -M 64 -o "$D" -- "$FS" 8 3 \
 	> "$TMP/out" 2> "$TMP/err" < /dev/null
 rc=$?
 RUNS="L16M-clock L8M-clock L4M-clock L16M-fifo L8M-fifo L4M-fifo"
@@ -104,7 +104,7 @@ DEF=$(sed -n 's/^#define FLTRACE_POLICY_DEFAULT "\(.*\)"/\1/p' "$ROOT/inc/fltrac
 
 # ---- sizes from the ample run's peak ----
 A=$TMP/auto
-timeout 300 "$FLTRACE" sweep -M 64 -o "$A" -- "$FS" 8 1 > /dev/null 2> "$TMP/err" < /dev/null
+timeout "$HANG" "$FLTRACE" sweep -M 64 -o "$A" -- "$FS" 8 1 > /dev/null 2> "$TMP/err" < /dev/null
 rc=$?
 peak=$(awk -F, '$1 == "ample" { print $15 }' "$A/sweep.csv" 2>/dev/null)
 want="ample:$((64 << 20))"
@@ -121,7 +121,7 @@ else pass sweep_auto_sizes; fi
 
 # ---- output that depends on -L (record tells the program its size in FLTRACE_LOCALMEM) ----
 O=$TMP/differs
-timeout 120 "$FLTRACE" sweep -L 4,8 -M 64 -o "$O" -- sh -c \
+timeout "$HANG" "$FLTRACE" sweep -L 4,8 -M 64 -o "$O" -- sh -c \
 	'echo "half: $((FLTRACE_LOCALMEM / 2))"; exec "$0" 1 1 > /dev/null' "$FS" > /dev/null 2> "$TMP/err" < /dev/null
 rc=$?
 outcol=$(tail -n +2 "$O/sweep.csv" 2>/dev/null | cut -d, -f1,19 | tr '\n' ' ')
@@ -135,7 +135,7 @@ else pass sweep_output_differs; fi
 
 # ---- a piped stdin is given whole to every run ----
 I=$TMP/stdin
-printf 'one\ntwo\nthree\n' | timeout 120 "$FLTRACE" sweep -L 1,2 -M 64 -o "$I" -- wc -l > /dev/null 2> "$TMP/err"
+printf 'one\ntwo\nthree\n' | timeout "$HANG" "$FLTRACE" sweep -L 1,2 -M 64 -o "$I" -- wc -l > /dev/null 2> "$TMP/err"
 rc=$?
 if [ $rc -ne 0 ]; then fail sweep_stdin_each_run "exit $rc: $(tail -2 "$TMP/err")"
 elif [ "$(cat "$I/L2M-$DEF/stdout" "$I/L1M-$DEF/stdout" 2>/dev/null | tr -d ' ' | tr '\n' ' ')" != "3 3 " ]; then
