@@ -17,16 +17,19 @@ fi
 
 # ---- given sizes, two policies ----
 D=$TMP/sw
-timeout "$HANG" "$FLTRACE" sweep -L 4,8,16 --policy clock,fifo -M 64 -o "$D" -- "$FS" 8 3 \
+# 6 MiB, not 8: with P = 2048 the array is exactly 8 MiB, and whether a pass then re-fetches depends
+# on which of the runtime's and jemalloc's own heap pages happen to be resident (seen: 14 instead of
+# 6144 under load); below the array every pass re-fetches every page, whatever else is resident.
+timeout "$HANG" "$FLTRACE" sweep -L 4,6,16 --policy clock,fifo -M 64 -o "$D" -- "$FS" 8 3 \
 	> "$TMP/out" 2> "$TMP/err" < /dev/null
 rc=$?
-RUNS="L16M-clock L8M-clock L4M-clock L16M-fifo L8M-fifo L4M-fifo"
+RUNS="L16M-clock L6M-clock L4M-clock L16M-fifo L6M-fifo L4M-fifo"
 got=$(tail -n +2 "$D/sweep.csv" 2>/dev/null | cut -d, -f1 | tr '\n' ' ')
 if [ $rc -ne 0 ]; then fail sweep_runs "exit $rc: $(tail -3 "$TMP/err")"
 elif [ "$got" != "$RUNS " ]; then fail sweep_runs "runs '$got', expected '$RUNS '"
 elif [ "$(grep -c 'fltrace: sweep: run [1-6]/6: ' "$TMP/err")" != 6 ]; then
 	fail sweep_runs "no progress line per run: $(head -3 "$TMP/err")"
-elif ! grep -q 'run 2/6: L8M-clock, -L 8 MiB, clock (the last run took [0-9.]* s)' "$TMP/err"; then
+elif ! grep -q 'run 2/6: L6M-clock, -L 6 MiB, clock (the last run took [0-9.]* s)' "$TMP/err"; then
 	fail sweep_runs "progress line does not say the last run's time: $(sed -n 2p "$TMP/err")"
 else pass sweep_runs; fi
 
