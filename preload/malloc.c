@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../src/runtime/rt.h"
+#include "../src/runtime/allocs.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -10,6 +10,10 @@
 #include <unistd.h>
 
 #include "../src/runtime/rt.h"
+#include "../src/runtime/region.h"
+#include "../src/runtime/filemap.h"
+#include "../src/runtime/loader.h"
+#include "../src/runtime/allocs.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

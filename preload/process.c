@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include "../src/runtime/rt.h"
+#include "../src/runtime/loader.h"
+#include "../src/runtime/maps.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../src/runtime/rt.h"
+#include "../src/runtime/handler.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -7,10 +7,15 @@
 #   0 common   inc/fltrace/*.h, src/common/*.c: pure helpers, no runtime, no analysis
 #   1 lock     src/runtime/lock.h: the locks and their order
 #   2 pages    src/runtime/pagestate.h: every page's state
-#   3 base     src/runtime/rt.h: the runtime root and its modules' interfaces; far.h: far memory
-#   4 evict    src/runtime/policy.h: eviction policies (policy*.c, evict.c)
-#   5 fault    src/runtime/fault.h: the fault path (threadstate, stack, record, serve, handler)
-#   6 preload  preload/*.c: the interposed functions, on top of everything; nothing includes them
+#   3 base     rt.h (the runtime root, config, counters, dying, own fds and threads), threads.h,
+#              uffd.h, trace.h, filemap.h, unwcheck.h
+#   4 memory   region.h, far.h, evict.h, policy.h: tracked regions, the far store, eviction (one
+#              floor: releasing or moving a region's pages hands them to the far store and policy)
+#   5 calls    prefault.h, sysstack.h, loader.h, allocs.h, maps.h: system calls, the loader,
+#              allocation sites, the maps history, over the memory they touch
+#   6 fault    fault.h, handler.h: the fault path (threadstate, stack, record, serve, handler)
+#   7 life     stats.h, runtime.c, fork.c: starting, forking and the once-a-second thread
+#   8 preload  preload/*.c: the interposed functions, on top of everything; nothing includes them
 # and, a tower of its own beside the runtime: src/analysis (headers of its own) under tools/.
 set -u
 cd "$(dirname "$0")/.."
@@ -22,9 +27,11 @@ floor_of_header() { # path as included, relative to the includer's directory or 
 	fltrace/*) echo 0 ;;
 	lock.h) echo 1 ;;
 	pagestate.h) echo 2 ;;
-	rt.h|far.h) echo 3 ;;
-	policy.h) echo 4 ;;
-	fault.h) echo 5 ;;
+	rt.h|threads.h|uffd.h|trace.h|filemap.h|unwcheck.h) echo 3 ;;
+	region.h|far.h|evict.h|policy.h) echo 4 ;;
+	prefault.h|sysstack.h|loader.h|allocs.h|maps.h) echo 5 ;;
+	fault.h|handler.h) echo 6 ;;
+	stats.h) echo 7 ;;
 	*) echo ;;
 	esac
 }
@@ -35,12 +42,15 @@ floor_of_file() { # a file's own floor
 	case "$f" in
 	inc/*|src/common/*) echo 0 ;;
 	src/runtime/*.h) floor_of_header "$b" ;;
-	src/runtime/policy*.c|src/runtime/evict.c) echo 4 ;;
-	src/runtime/threadstate.c|src/runtime/stack.c|src/runtime/record.c|src/runtime/serve.c|src/runtime/handler.c) echo 5 ;;
-	src/runtime/pagestate.c) echo 2 ;;
+	src/runtime/policy*.c|src/runtime/far*.c) echo 4 ;;
+	src/runtime/threadstate.c|src/runtime/stack.c|src/runtime/record.c|src/runtime/serve.c) echo 6 ;;
+	src/runtime/runtime.c|src/runtime/fork.c) echo 7 ;;
 	src/runtime/lock.c) echo 3 ;; # its check reports through rt_die (rt.h)
-	src/runtime/*.c) echo 3 ;;
-	preload/*) echo 6 ;;
+	src/runtime/*.c) # a module's file sits on its header's floor; the rest of the base on 3
+		local h
+		h=$(floor_of_header "${b%.c}.h")
+		echo "${h:-3}" ;;
+	preload/*) echo 8 ;;
 	esac
 }
 

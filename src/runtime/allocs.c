@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include "rt.h"
+#include "prefault.h"
+#include "trace.h"
+#include "allocs.h"
 
 /* Recorded malloc-family pointers, so that free() knows which frees to record. A free that is
  * not recorded (nearly all) is turned away by a counting filter on the pointer's page without a

@@ -9,6 +9,9 @@
 
 #include "far.h"
 #include "policy.h"
+#include "uffd.h"
+#include "region.h"
+#include "evict.h"
 
 static struct {
 	const struct policy_ops *policy;

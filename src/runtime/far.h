@@ -48,4 +48,12 @@ void far_fork_prepare(void);
 void far_fork_parent(void);
 void far_fork_child(void);
 
+/* The staging store (farmem.c): where every evicted page first lands. */
+int farmem_init(uint64_t slots);
+int farmem_alloc_run(uint32_t n, uint32_t *first); /* n contiguous fresh slots */
+void farmem_free(uint32_t slot);                   /* released lazily, in batches */
+void *farmem_addr(uint32_t slot);
+void farmem_drop_local(uint32_t first, unsigned n); /* their pages are kept by the backend (far.c) */
+int farmem_register(int fd);
+
 #endif

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "far.h"
+#include "uffd.h"
 
 #define FREE_BATCH 256
 

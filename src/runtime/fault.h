@@ -4,6 +4,7 @@
 #define FLTRACE_FAULT_H
 
 #include "rt.h"
+#include "threads.h"
 
 /* ---- threadstate.c: /proc/self/task/<tid>/{syscall,status} ---- */
 struct syscall_state {
@@ -34,7 +35,7 @@ void record_without_stack(struct rt_thread *t, struct rt_thread *slot, int tid,
 			  const struct syscall_state *s, const uint64_t *ips, unsigned depth,
 			  enum rt_nostack why);
 
-/* ---- serve.c (fault_bring_in in rt.h: fork.c serves pages too) ---- */
+/* ---- serve.c (fault_bring_in in handler.h: fork.c serves pages too) ---- */
 int serve_init(void);
 /* A page on probation comes back without a recorded fault; false if it is not on probation. */
 bool fault_serve_soft(uintptr_t addr, int fd);

@@ -11,6 +11,7 @@
 
 #include "fltrace/fmt.h"
 #include "rt.h"
+#include "threads.h"
 
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL

@@ -10,6 +10,8 @@
 
 #include "fltrace/fmt.h"
 #include "rt.h"
+#include "filemap.h"
+#include "trace.h"
 
 #define FILEMAP_MAX 4096
 

@@ -8,6 +8,17 @@
 #include <unistd.h>
 
 #include "far.h"
+#include "uffd.h"
+#include "region.h"
+#include "filemap.h"
+#include "evict.h"
+#include "threads.h"
+#include "handler.h"
+#include "trace.h"
+#include "loader.h"
+#include "allocs.h"
+#include "maps.h"
+#include "stats.h"
 
 static struct {
 	int uffd;                /* the child's until its runtime starts (in the program's table); -1 */

@@ -10,6 +10,10 @@
 
 #include "fltrace/fmt.h"
 #include "fault.h"
+#include "uffd.h"
+#include "evict.h"
+#include "threads.h"
+#include "handler.h"
 
 #define MSG_BATCH 64
 #define PENDING_MAX 4096

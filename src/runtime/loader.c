@@ -16,6 +16,10 @@
 
 #include "fltrace/fmt.h"
 #include "rt.h"
+#include "uffd.h"
+#include "region.h"
+#include "filemap.h"
+#include "loader.h"
 
 #define LOADER_OBJ_MAX 2048
 #define LOADER_CAND_MAX 4096

@@ -9,6 +9,10 @@
 
 #include "fltrace/fmt.h"
 #include "rt.h"
+#include "sysstack.h"
+#include "trace.h"
+#include "loader.h"
+#include "maps.h"
 
 #define MAPS_MAX (8u << 20)
 #define SEEN_MAX 65536 /* power of two: hashes of lines / objects already written */

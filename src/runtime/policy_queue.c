@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "policy.h"
+#include "region.h"
 
 uint64_t policy_queue_room(const struct policy_limits *lim)
 {

@@ -3,6 +3,7 @@
 #include <errno.h>
 
 #include "policy.h"
+#include "region.h"
 
 static struct {
 	uintptr_t *v;     /* resident pages, in no order; PG_QUEUED marks a page's live entry */

@@ -10,6 +10,10 @@
 #include <libunwind.h>
 
 #include "rt.h"
+#include "region.h"
+#include "threads.h"
+#include "prefault.h"
+#include "trace.h"
 
 #define PREFAULT_BATCH 64
 

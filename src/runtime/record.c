@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "fault.h"
+#include "threads.h"
+#include "trace.h"
 
 static struct {
 	_Atomic uint64_t sample_sec, sample_count;

@@ -8,6 +8,10 @@
 #include <unistd.h>
 
 #include "far.h"
+#include "uffd.h"
+#include "region.h"
+#include "filemap.h"
+#include "evict.h"
 
 #define REGION_MAX 65536
 

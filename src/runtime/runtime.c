@@ -11,6 +11,18 @@
 #include "fltrace/fmt.h"
 #include "fltrace/rtconfig.h"
 #include "far.h"
+#include "uffd.h"
+#include "region.h"
+#include "evict.h"
+#include "threads.h"
+#include "handler.h"
+#include "prefault.h"
+#include "unwcheck.h"
+#include "trace.h"
+#include "loader.h"
+#include "allocs.h"
+#include "maps.h"
+#include "stats.h"
 
 struct rt rt = { .lock = PTHREAD_MUTEX_INITIALIZER, .uffd = -1, .far_uffd = -1, .loader_uffd = -1 };
 __thread int rt_tls_internal;

@@ -8,6 +8,12 @@
 #include "fltrace/fmt.h"
 #include "far.h"
 #include "fault.h"
+#include "uffd.h"
+#include "region.h"
+#include "filemap.h"
+#include "evict.h"
+#include "threads.h"
+#include "handler.h"
 
 static struct {
 	char *zero_page;

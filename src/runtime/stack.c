@@ -9,6 +9,11 @@
 #include <libunwind.h>
 
 #include "fault.h"
+#include "threads.h"
+#include "handler.h"
+#include "prefault.h"
+#include "sysstack.h"
+#include "trace.h"
 
 static __thread struct rt_thread *tls_thread;
 

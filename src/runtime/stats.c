@@ -10,6 +10,12 @@
 
 #include "fltrace/fmt.h"
 #include "rt.h"
+#include "region.h"
+#include "threads.h"
+#include "handler.h"
+#include "trace.h"
+#include "maps.h"
+#include "stats.h"
 
 static struct {
 	int fd;

@@ -10,6 +10,9 @@
 #include <libunwind.h> /* the generic (_Ux86_64_) interface: a remote address space of our own */
 
 #include "rt.h"
+#include "region.h"
+#include "prefault.h"
+#include "sysstack.h"
 
 /* Exported by libunwind (libunwind-ptrace uses it) but declared only in its private headers. */
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t *di,

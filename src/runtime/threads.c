@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "rt.h"
+#include "threads.h"
 
 #define THREADS_MAX 32768 /* power of two */
 

@@ -6,6 +6,8 @@
 
 #include "fltrace/fmt.h"
 #include "fault.h"
+#include "threads.h"
+#include "handler.h"
 
 #define RUNNING_WAIT_NS (20 * 1000 * 1000ull)  /* a thread still on its way to sleep in its fault */
 

@@ -10,6 +10,7 @@
 
 #include "fltrace/fmt.h"
 #include "rt.h"
+#include "trace.h"
 
 #define TRACE_WINDOW (64ull << 30) /* virtual window; the file grows inside it */
 #define TRACE_GROW (16ull << 20)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "rt.h"
+#include "uffd.h"
 
 /* Debian 12's kernel headers predate UFFDIO_MOVE (Linux 6.8); its ABI is fixed, so spell it here. */
 #ifndef UFFDIO_MOVE

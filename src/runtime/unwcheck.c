@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "rt.h"
+#include "unwcheck.h"
 
 /* What libunwind keeps as its pipe's two ends: a number no fd ever has. */
 #define UNW_FAKE_FD (-2)

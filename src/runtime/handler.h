@@ -1,0 +1,16 @@
+/* The fault path as the rest of the runtime sees it: starting the handler threads, the stack
+ * signal, the watchdog, and putting a page in place (fork.c serves pages too). */
+#ifndef FLTRACE_RT_HANDLER_H
+#define FLTRACE_RT_HANDLER_H
+
+#include "rt.h"
+
+int handler_start(void);
+void handler_signal_init(void); /* installs the stack signal */
+bool handler_owns_signal(int sig);
+void handler_open_procfile(int tid); /* before the program may drop root: see handler.c */
+void handler_watchdog(void);
+int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kind, uint32_t *region);
+bool handler_is_current_thread(void);     /* once a second: a stuck handler stops the program */
+
+#endif

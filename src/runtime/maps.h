@@ -1,0 +1,11 @@
+/* The maps history: /proc/self/maps snapshots, taken when it changed. */
+#ifndef FLTRACE_RT_MAPS_H
+#define FLTRACE_RT_MAPS_H
+
+#include "rt.h"
+
+void maps_snapshot(void);        /* if /proc/self/maps changed: record it */
+void maps_close(void);
+void maps_fork_child(void);      /* after fork: a history (and files) of the child's own */
+
+#endif

@@ -1,0 +1,13 @@
+/* The stats file: one line of counters per second and at exit, and the thread that writes
+ * it (and runs the runtime's other once-a-second work). */
+#ifndef FLTRACE_RT_STATS_H
+#define FLTRACE_RT_STATS_H
+
+#include "rt.h"
+
+int stats_start(void);
+void stats_write_line(void);
+void stats_stop(void);
+void stats_fork_child(void);
+
+#endif

@@ -1,0 +1,13 @@
+/* Stacks of threads asleep inside a system call, unwound from a handler thread through
+ * /proc/<tid>/mem with the loaded objects' unwind tables. */
+#ifndef FLTRACE_RT_SYSSTACK_H
+#define FLTRACE_RT_SYSSTACK_H
+
+#include "rt.h"
+
+void sysstack_objects_refresh(void); /* the loaded objects' unwind tables; never from a handler */
+/* Handlers only; the thread (tid, in system call nr) must stay asleep meanwhile. */
+/* `fresh`: unwound now (the caller checks the thread stayed asleep), not reused from a cache. */
+unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh);
+
+#endif

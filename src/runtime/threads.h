@@ -1,0 +1,33 @@
+/* Program threads' fault request slots: what a handler and the faulting thread share about one
+ * fault (its state, where it faulted, whether its page is served). */
+#ifndef FLTRACE_RT_THREADS_H
+#define FLTRACE_RT_THREADS_H
+
+#include "rt.h"
+
+enum req_state { REQ_IDLE = 0, REQ_PENDING, REQ_TAKEN, REQ_CANCELLED };
+struct rt_thread {
+	_Atomic int tid;   /* key; 0 = free */
+	_Atomic int state; /* enum req_state */
+	_Atomic int busy;  /* inside our signal handler: its faults are served without a signal */
+	int procfd;        /* /proc/self/task/<tid>/syscall, opened by the handler */
+	uint64_t addr, arrival_ns, posted_mono_ns;
+	int uffd;          /* the userfaultfd the fault came from (rt.uffd or rt.loader_uffd) */
+	uint64_t pc_at_fault; /* from /proc: the signal must arrive exactly there */
+	uint64_t sp_at_fault; /* ... and the stack pointer there, to unwind without the signal */
+	uint16_t flags;
+	uint8_t kind;
+	uint32_t region;   /* FT_KIND_FILE: the region record's id */
+	bool woken;        /* handler already woke it after a delay */
+	bool blocks_signal; /* it blocked the stack signal at its last fault: check at the next one */
+	_Atomic int served; /* a signalled request: 0 while its page is on its way, 1 served, 2 failed */
+	_Atomic int served_waiter; /* the thread sleeps on `served` (a futex) */
+	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
+	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
+};
+int threads_init(void);
+struct rt_thread *threads_get(int tid);  /* find or create (handler side) */
+struct rt_thread *threads_find(int tid); /* find only */
+void threads_forget_all(void);           /* fork child */
+
+#endif
