@@ -69,8 +69,9 @@ static void report_help(void)
 
 	list[0] = 0;
 	for (size_t i = 0; i < n && len < sizeof(list); i++)
-		len += (size_t)snprintf(list + len, sizeof(list) - len, "  %-18s%s\n", w[i].name,
-					w[i].summary);
+		if (w[i].cmd == WR_REPORT)
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "  %-18s%s\n",
+						w[i].name, w[i].summary);
 	printf(report_usage, list);
 }
 

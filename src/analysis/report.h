@@ -1,5 +1,5 @@
-/* The report writers: every output of `fltrace report` (CSV, top, folded, raw, files and the
- * exports to other profilers) is a row of one table, looked up by its --format name. */
+/* The writers: every output of `fltrace report` (CSV, top, folded, raw, files, the exports to other
+ * profilers), `fltrace visualize` (SVGs, HTML) and `fltrace sweep` is a row of one table. */
 #ifndef FLTRACE_REPORT_H
 #define FLTRACE_REPORT_H
 
@@ -9,6 +9,12 @@
 #include <stdio.h>
 
 #include "analysis.h"
+
+struct picture_view;  /* picture.h */
+struct sweep_view;    /* sweep.h */
+
+/* Which command writes a row. */
+enum writer_cmd { WR_REPORT = 0, WR_VISUALIZE, WR_SWEEP };
 
 /* What a grouped-rows writer gets: one process (or all of them merged), grouped by the view the
  * user chose and symbolized. */
@@ -31,7 +37,8 @@ struct report_diff_view {
 };
 
 struct report_writer {
-	const char *name;     /* the --format value */
+	enum writer_cmd cmd;
+	const char *name;     /* the --format value (report), the picture (visualize) */
 	const char *summary;  /* one line of --help */
 	/* Where it goes: a file per process next to the traces, "fltrace-data-<stem>-<pid>.<ext>"
 	 * (or "-all" with --merge), or standard output when ext is NULL. */
@@ -49,11 +56,21 @@ struct report_writer {
 	int (*fault)(void *state, FILE *out, const struct trace *t, const struct ft_fault *f,
 		     const struct ft_stack *st, const struct ft_region *rg);
 	int (*end)(void *state, FILE *out, uint64_t start_ns);
+	/* visualize: one picture per process, "fltrace-data-<stem>-<pid>.<ext>", embedded in the
+	 * index page under `caption` (NULL: not embedded). 0, -ENOMEM, -EIO, or another -errno
+	 * with the view's err set. */
+	const char *caption;
+	int (*draw)(FILE *out, const struct picture_view *v);
+	/* visualize --diff A B: one picture, "fltrace-data-<stem>-diff.<ext>". */
+	int (*draw_diff)(FILE *out, const struct picture_view *v);
+	/* sweep: one file, <dir>/<file>. 0 or -errno. */
+	const char *file;
+	int (*write_sweep)(FILE *out, const struct sweep_view *v);
 };
 
-/* The writer called name, or NULL. */
+/* The report writer called name, or NULL. */
 const struct report_writer *report_writer_find(const char *name);
-/* All writers, for --help: n rows. */
+/* All writers, of every command (each command keeps the rows of its own `cmd`): n rows. */
 const struct report_writer *report_writers(size_t *n);
 
 /* The writers themselves, one file each (report_text.c, report_pprof.c, ...). */
@@ -74,5 +91,16 @@ int report_files_begin(FILE *out, void **state);
 int report_files_fault(void *state, FILE *out, const struct trace *t, const struct ft_fault *f,
 		       const struct ft_stack *st, const struct ft_region *rg);
 int report_files_end(void *state, FILE *out, uint64_t start_ns);
+int picture_draw_flamegraph(FILE *out, const struct picture_view *v); /* picture_writers.c */
+int picture_draw_alloc(FILE *out, const struct picture_view *v);
+int picture_draw_allocsite(FILE *out, const struct picture_view *v);
+int picture_draw_timeline(FILE *out, const struct picture_view *v);
+int picture_draw_latency(FILE *out, const struct picture_view *v);
+int picture_draw_index(FILE *out, const struct picture_view *v);
+int picture_draw_diff(FILE *out, const struct picture_view *v);
+int sweep_write_csv(FILE *out, const struct sweep_view *v); /* sweep_writers.c */
+int sweep_write_curve(FILE *out, const struct sweep_view *v);
+int sweep_write_sites_csv(FILE *out, const struct sweep_view *v);
+int sweep_write_text(FILE *out, const struct sweep_view *v);
 
 #endif

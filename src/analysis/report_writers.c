@@ -1,5 +1,5 @@
-/* The table of report writers: adding an output format is one writer file and one row here;
- * `fltrace report` picks rows by --format name and knows nothing of the formats. */
+/* The table of writers: adding an output is one writer file and one row here. `fltrace report` picks
+ * rows by --format name, `visualize` draws every picture row, `sweep` writes every sweep row. */
 #include <string.h>
 
 #include "report.h"
@@ -26,12 +26,37 @@ static const struct report_writer writers[] = {
 	{ .name = "files", .summary = "file-backed faults per file offset range, in read order",
 	  .stem = "files", .ext = "out", .begin = report_files_begin,
 	  .fault = report_files_fault, .end = report_files_end },
+	/* visualize, in the order they are written and shown in the index page */
+	{ .cmd = WR_VISUALIZE, .name = "flamegraph", .summary = "all faults, by stack",
+	  .stem = "flamegraph", .ext = "svg", .caption = "Flamegraph: all faults",
+	  .draw = picture_draw_flamegraph, .draw_diff = picture_draw_diff },
+	{ .cmd = WR_VISUALIZE, .name = "flamegraph-alloc", .summary = "first-touch faults only",
+	  .stem = "flamegraph-alloc", .ext = "svg", .caption = "Flamegraph: first touches",
+	  .draw = picture_draw_alloc },
+	{ .cmd = WR_VISUALIZE, .name = "flamegraph-allocsite", .summary = "faults by the "
+	  "allocation site of the memory hit", .stem = "flamegraph-allocsite", .ext = "svg",
+	  .caption = "Flamegraph: by allocation site", .draw = picture_draw_allocsite },
+	{ .cmd = WR_VISUALIZE, .name = "timeline", .summary = "faulting address over time, fault rate",
+	  .stem = "timeline", .ext = "svg", .caption = "Faults over time", .draw = picture_draw_timeline },
+	{ .cmd = WR_VISUALIZE, .name = "latency", .summary = "fault service time by kind",
+	  .stem = "latency", .ext = "svg", .caption = "Fault service time", .draw = picture_draw_latency },
+	{ .cmd = WR_VISUALIZE, .name = "index", .summary = "the run's summary with the pictures",
+	  .stem = "index", .ext = "html", .draw = picture_draw_index },
+	/* sweep, in the order its summary names them */
+	{ .cmd = WR_SWEEP, .name = "sweep.csv", .summary = "one row per run",
+	  .file = "sweep.csv", .write_sweep = sweep_write_csv },
+	{ .cmd = WR_SWEEP, .name = "curve.svg", .summary = "the miss-ratio curve",
+	  .file = "curve.svg", .write_sweep = sweep_write_curve },
+	{ .cmd = WR_SWEEP, .name = "callsites.csv", .summary = "every callsite's faults in every run",
+	  .file = "callsites.csv", .write_sweep = sweep_write_sites_csv },
+	{ .cmd = WR_SWEEP, .name = "sweep.txt", .summary = "the runs and top callsites as text",
+	  .file = "sweep.txt", .write_sweep = sweep_write_text },
 };
 
 const struct report_writer *report_writer_find(const char *name)
 {
 	for (size_t i = 0; i < sizeof(writers) / sizeof(writers[0]); i++)
-		if (!strcmp(writers[i].name, name))
+		if (writers[i].cmd == WR_REPORT && !strcmp(writers[i].name, name))
 			return &writers[i];
 	return NULL;
 }

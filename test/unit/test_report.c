@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../../src/analysis/analysis.h"
+#include "../../src/analysis/report.h"
 #include "synth_trace.h"
 
 /* ------------------------------------------------------------------ known code sites */
@@ -593,10 +594,52 @@ static int t_regroup_by_line(char *why, size_t whylen)
 	return 0;
 }
 
+/* Every row of the writers table can be used by the command it belongs to: a report row has a
+ * grouped or a per-fault writer and a file name or stdout, a picture a draw function and a file
+ * name, a sweep row a file and its writer; names are unique within a command. */
+static int t_writers_table(char *why, size_t whylen)
+{
+	size_t n, per_cmd[3] = { 0 };
+	const struct report_writer *w = report_writers(&n);
+	CHECK(n > 0, "empty table");
+	for (size_t i = 0; i < n; i++) {
+		CHECK(w[i].name && w[i].summary, "row %zu has no name or summary", i);
+		for (size_t k = 0; k < i; k++)
+			CHECK(w[k].cmd != w[i].cmd || strcmp(w[k].name, w[i].name), "%s twice", w[i].name);
+		switch (w[i].cmd) {
+		case WR_REPORT:
+			CHECK(w[i].write || (w[i].begin && w[i].fault && w[i].end), "%s writes nothing",
+			      w[i].name);
+			CHECK(!w[i].ext == !w[i].stem, "%s: stem and ext go together", w[i].name);
+			CHECK(report_writer_find(w[i].name) == &w[i], "%s not found by name", w[i].name);
+			break;
+		case WR_VISUALIZE:
+			CHECK((w[i].draw || w[i].draw_diff) && w[i].stem && w[i].ext, "%s: no picture",
+			      w[i].name);
+			CHECK(!w[i].caption || w[i].draw, "%s: a caption without a picture", w[i].name);
+			CHECK(!report_writer_find(w[i].name), "picture %s taken for a --format", w[i].name);
+			break;
+		case WR_SWEEP:
+			CHECK(w[i].file && w[i].write_sweep, "%s: no file or writer", w[i].name);
+			CHECK(!report_writer_find(w[i].name), "sweep file %s taken for a --format", w[i].name);
+			break;
+		default:
+			CHECK(0, "%s: unknown command %d", w[i].name, (int)w[i].cmd);
+		}
+		per_cmd[w[i].cmd]++;
+	}
+	/* What the commands promise: report's eight formats, visualize's five pictures and the
+	 * index, sweep's four files. */
+	CHECK(per_cmd[WR_REPORT] == 8 && per_cmd[WR_VISUALIZE] == 6 && per_cmd[WR_SWEEP] == 4,
+	      "rows per command %zu/%zu/%zu", per_cmd[0], per_cmd[1], per_cmd[2]);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(char *why, size_t whylen);
 } cases[] = {
+	{ "writers_table", t_writers_table },
 	{ "csv_quoting", t_csv_quoting },
 	{ "elf_map_to_vaddr", t_map_to_vaddr },
 	{ "maps_history_by_time", t_maps_history },

@@ -1,0 +1,80 @@
+/* What `fltrace visualize` draws of one process (or of two runs, --diff): its faults loaded into
+ * flamegraphs, a timeline, latency histograms and its top callsites, with what ran and how. */
+#ifndef FLTRACE_PICTURE_H
+#define FLTRACE_PICTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis.h"
+#include "callsites.h"
+#include "svg_common.h"
+
+enum picture_names { PICTURE_NAMES_FUNC = 0, PICTURE_NAMES_LIB = 1 };
+
+/* How to draw: the options of `fltrace visualize`. */
+struct picture_opts {
+	const char *indir;
+	const char *title;    /* NULL: "<exe> (pid N)" */
+	unsigned width;
+	double minwidth;
+	bool inverted;
+	bool has_pid;
+	uint32_t pid;
+	enum picture_names names;
+	struct agg_filter filter;
+	char kinds_text[96];  /* the --kind value, for subtitles */
+	const char *diff_a, *diff_b; /* --diff A B */
+	/* Called for a trace that loaded with a warning (it ended badly, say); may be NULL. */
+	void (*note)(const char *path, const char *warning);
+};
+
+/* Everything drawn for one pid (all of its exec generations). */
+struct picture_proc {
+	const struct picture_opts *opts;
+	uint32_t pid;
+	struct svg_flame *all, *alloc;
+	struct svg_timeline *tl;
+	struct svg_latency *lat;
+	struct callsites *sites;  /* by line, in columns by kind: the index's table */
+	uint64_t faults, by_kind[SVG_KIND_NR], nostack;
+	uint64_t t0;
+	uint64_t page_size;
+	/* From the latest generation's header: what ran and how. */
+	char *exe;
+	char **argv;
+	size_t argc;
+	struct ft_file_header hdr;
+	bool has_hdr;
+	char execs[512];          /* argv[0] of earlier generations, "a -> b" */
+	char warning[512];
+	/* Frame-name scratch, reused across rows. */
+	char *namebuf;
+	size_t namelen;
+	const char **frames;
+	size_t nframes_cap;
+	bool before;              /* --diff: rows of the earlier run */
+};
+
+/* What a picture writer gets (a row of the writers table, report.h). */
+struct picture_view {
+	const struct picture_proc *p;
+	const struct picture_opts *o;
+	char *err;                /* a message for a failure that is not -ENOMEM or -EIO */
+	size_t errlen;
+};
+
+/* One pid's pictures, empty: 0 or -ENOMEM. */
+int picture_proc_init(struct picture_proc *vp, const struct picture_opts *o, uint32_t pid);
+/* --diff: one flamegraph for both runs. */
+int picture_diff_init(struct picture_proc *vp, const struct picture_opts *o);
+void picture_proc_free(struct picture_proc *vp);
+/* Loads every generation of one pid, entries [first, last) of the sorted trace list; err says
+ * what failed. */
+int picture_proc_load(struct picture_proc *vp, const struct trace_list *l, size_t first, size_t last,
+		      char *err, size_t errlen);
+/* --diff: every process of dir (or --pid's) as the earlier run (before) or the later one. */
+int picture_diff_load(struct picture_proc *vp, const char *dir, bool before, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,247 @@
+/* The picture writers of `fltrace visualize`, rows of the writers table (report_writers.c): the
+ * flamegraphs, the timeline, the latency histograms, the index page and the --diff flamegraph. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fltrace/policies.h>
+#include <fltrace/statsline.h>
+
+#include "allocsite.h"
+#include "picture.h"
+#include "report.h"
+#include "svg_flame.h"
+#include "svg_index.h"
+#include "svg_latency.h"
+#include "svg_timeline.h"
+
+#define PICTURE_INDEX_SITES 15 /* callsites in the index's table */
+
+static const char *picture_cmd(const struct picture_proc *p)
+{
+	const char *cmd = p->argc ? p->argv[0] : p->exe ? p->exe : "?";
+	const char *base = strrchr(cmd, '/');
+	return base ? base + 1 : cmd;
+}
+
+/* The second line of every picture: the command line, cut well before it would overflow any
+ * width, and the kinds shown. */
+static void picture_subtitle(const struct picture_view *v, char *sub, size_t len)
+{
+	size_t pos = 0;
+	sub[0] = 0;
+	for (size_t i = 0; i < v->p->argc && pos < 200; i++)
+		pos += (size_t)snprintf(sub + pos, len - pos, "%s%s", i ? " " : "", v->p->argv[i]);
+	if (pos >= 200)
+		snprintf(sub + 196, len - 196, " ...");
+	if (v->o->kinds_text[0])
+		snprintf(sub + strlen(sub), len - strlen(sub), "   [kinds: %s]", v->o->kinds_text);
+}
+
+static void picture_flame_title(const struct picture_view *v, char *title, size_t len)
+{
+	if (v->o->title)
+		snprintf(title, len, "%s", v->o->title);
+	else
+		snprintf(title, len, "Page faults of %s (pid %u)", picture_cmd(v->p), v->p->pid);
+}
+
+static int picture_flame(FILE *out, const struct picture_view *v, const struct svg_flame *fl,
+			 const char *suffix)
+{
+	char title[512], full[600], sub[1024];
+	picture_flame_title(v, title, sizeof(title));
+	snprintf(full, sizeof(full), "%s%s", title, suffix);
+	picture_subtitle(v, sub, sizeof(sub));
+	struct svg_flame_opts fo = { .title = full, .subtitle = sub, .width = v->o->width,
+				     .minwidth = v->o->minwidth, .inverted = v->o->inverted };
+	return svg_flame_write(fl, out, &fo);
+}
+
+int picture_draw_flamegraph(FILE *out, const struct picture_view *v)
+{
+	return picture_flame(out, v, v->p->all, "");
+}
+
+int picture_draw_alloc(FILE *out, const struct picture_view *v)
+{
+	return picture_flame(out, v, v->p->alloc, ": first touches (allocations)");
+}
+
+static int picture_allocsite_add(void *arg, const char *const *frames, size_t n, uint64_t count,
+				 bool first_touch)
+{
+	return svg_flame_add(arg, frames, n, count, SVG_ACC_READ,
+			     first_touch ? SVG_KIND_ZERO : SVG_KIND_REFETCH);
+}
+
+/* Faults by the allocation site of the memory they hit: allocation stacks outermost first, the
+ * line that faulted on top (report --by alloc drawn). */
+int picture_draw_allocsite(FILE *out, const struct picture_view *v)
+{
+	struct as_report r;
+	if (as_report_load(v->o->indir, v->p->pid, &v->o->filter, &r, v->err, v->errlen)) {
+		as_report_free(&r);
+		return -EINVAL;
+	}
+	struct svg_flame *fl = svg_flame_new();
+	int rc = fl ? as_report_foreach_stack(&r, picture_allocsite_add, fl) : -ENOMEM;
+	as_report_free(&r);
+	if (!rc)
+		rc = picture_flame(out, v, fl, ": by allocation site");
+	svg_flame_free(fl);
+	return rc;
+}
+
+int picture_draw_timeline(FILE *out, const struct picture_view *v)
+{
+	char title[512], sub[1024];
+	snprintf(title, sizeof(title), "Faults over time: %s (pid %u)", picture_cmd(v->p), v->p->pid);
+	picture_subtitle(v, sub, sizeof(sub));
+	struct svg_timeline_opts to = { .title = title, .subtitle = sub, .width = v->o->width,
+					.t0_ns = v->p->t0, .page_size = v->p->page_size };
+	return svg_timeline_write(v->p->tl, out, &to);
+}
+
+int picture_draw_latency(FILE *out, const struct picture_view *v)
+{
+	char title[512], sub[1024];
+	snprintf(title, sizeof(title), "Fault service time: %s (pid %u)", picture_cmd(v->p), v->p->pid);
+	picture_subtitle(v, sub, sizeof(sub));
+	struct svg_latency_opts lo = { .title = title, .subtitle = sub, .width = v->o->width };
+	return svg_latency_write(v->p->lat, out, &lo);
+}
+
+/* A run of `fltrace sweep` (DIR/<run>) has its slowdown in DIR/sweep.csv, the row named <run>. */
+static bool picture_sweep_slowdown(const char *indir, double *slowdown, char *of, size_t len)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], *line = NULL;
+	size_t cap = 0, nlen;
+	const char *name;
+	bool found = false, ample = false;
+	FILE *f;
+
+	if (!realpath(indir, dir) || !(name = strrchr(dir, '/')) || name == dir)
+		return false;
+	name++;
+	nlen = strlen(name);
+	snprintf(path, sizeof(path), "%.*s/sweep.csv", (int)(name - 1 - dir), dir);
+	if (!(f = fopen(path, "re")))
+		return false;
+	/* Columns 1 and 14 (run, slowdown) as sweep writes them: names never hold a comma. */
+	while (getline(&line, &cap, f) > 0) {
+		const char *p = line;
+		ample |= !strncmp(line, "ample,", 6);
+		if (strncmp(line, name, nlen) || line[nlen] != ',')
+			continue;
+		for (int col = 1; col < 14 && p; col++)
+			if ((p = strchr(p, ',')))
+				p++;
+		found = p && sscanf(p, "%lf", slowdown) == 1 && *slowdown > 0;
+	}
+	free(line);
+	fclose(f);
+	snprintf(of, len, "%s", ample ? "the ample run of its sweep" :
+		 "the run at the largest -L of the same policy in its sweep");
+	return found;
+}
+
+/* The options the run was recorded with, from its trace header. */
+static void picture_index_options(const struct picture_proc *p, struct svg_index_info *in,
+				  char opt[][64])
+{
+	const struct ft_file_header *h = &p->hdr;
+	char s1[32], s2[32];
+	svg_fmt_bytes(s1, sizeof(s1), (double)h->localmem_bytes);
+	svg_fmt_bytes(s2, sizeof(s2), (double)h->maxmem_bytes);
+	snprintf(opt[0], 64, "%s", s1);
+	snprintf(opt[1], 64, "%s", s2);
+	snprintf(opt[2], 64, "%u", h->handler_threads);
+	snprintf(opt[3], 64, "%u%s", h->samplerate, h->samplerate ? " faults/s" : " (all)");
+	snprintf(opt[4], 64, "%s", fltrace_policy_name(h->policy));
+	snprintf(opt[5], 64, "%u", h->stack_depth);
+	snprintf(opt[6], 64, "%llu", (unsigned long long)h->page_size);
+	static const char *const names[] = { "local memory (-L)", "max memory (-M)",
+		"handler threads (-C)", "sample rate (-S)", "policy", "stack depth", "page size" };
+	for (size_t i = 0; i < 7; i++) {
+		in->options[i].name = names[i];
+		in->options[i].value = opt[i];
+	}
+	in->noptions = 7;
+}
+
+/* The index embeds every picture of the writers table that has a caption, in its order. */
+static void picture_index_images(const struct picture_proc *p, struct svg_index_info *in,
+				 char files[][64])
+{
+	size_t n;
+	const struct report_writer *w = report_writers(&n);
+	in->nimages = 0;
+	for (size_t i = 0; i < n && in->nimages < SVG_INDEX_MAX_IMAGES; i++) {
+		if (w[i].cmd != WR_VISUALIZE || !w[i].caption)
+			continue;
+		snprintf(files[in->nimages], 64, "fltrace-data-%s-%u.%s", w[i].stem, p->pid, w[i].ext);
+		in->images[in->nimages].caption = w[i].caption;
+		in->images[in->nimages].file = files[in->nimages];
+		in->nimages++;
+	}
+}
+
+/* The index: what ran, with which options, what happened, then the pictures. */
+int picture_draw_index(FILE *out, const struct picture_view *v)
+{
+	const struct picture_proc *p = v->p;
+	struct svg_index_info in = { 0 };
+	char opt[7][64], files[SVG_INDEX_MAX_IMAGES][64], slow_of[96];
+	char *stats = stats_last_line(v->o->indir, p->pid);
+
+	in.pid = p->pid;
+	in.exe = p->exe;
+	in.argv = (const char *const *)p->argv;
+	in.argc = p->argc;
+	if (p->has_hdr)
+		picture_index_options(p, &in, opt);
+	if (p->execs[0]) {
+		in.options[in.noptions].name = "earlier execs of this pid";
+		in.options[in.noptions++].value = p->execs;
+	}
+	if (v->o->kinds_text[0]) {
+		in.options[in.noptions].name = "shown kinds (--kind)";
+		in.options[in.noptions++].value = v->o->kinds_text;
+	}
+	in.faults = p->faults;
+	memcpy(in.by_kind, p->by_kind, sizeof(in.by_kind));
+	in.nostack = p->nostack;
+	in.stats_line = stats;
+	if (stats && statsline_get(stats, strlen(stats), "vm_hwm", &in.peak_bytes) == 0)
+		in.has_peak = true;
+	in.warning = p->warning;
+	in.localmem_bytes = p->has_hdr ? p->hdr.localmem_bytes : 0;
+	in.has_slowdown = picture_sweep_slowdown(v->o->indir, &in.slowdown, slow_of, sizeof(slow_of));
+	in.slowdown_of = slow_of;
+	const struct callsite *sites = NULL;
+	size_t nsites = callsites_sort(p->sites, NULL) ? 0 : callsites_get(p->sites, &sites);
+	in.sites = sites;
+	in.nsites = nsites < PICTURE_INDEX_SITES ? nsites : PICTURE_INDEX_SITES;
+	picture_index_images(p, &in, files);
+	int rc = svg_index_write(out, &in);
+	free(stats);
+	return rc;
+}
+
+/* --diff A B: widths are B's faults, colours the change since A. */
+int picture_draw_diff(FILE *out, const struct picture_view *v)
+{
+	char title[1024];
+	if (v->o->title)
+		snprintf(title, sizeof(title), "%s", v->o->title);
+	else
+		snprintf(title, sizeof(title), "Page faults: %s -> %s", v->o->diff_a, v->o->diff_b);
+	struct svg_flame_opts fo = { .title = title, .subtitle = v->o->kinds_text[0] ?
+				     v->o->kinds_text : NULL, .width = v->o->width,
+				     .minwidth = v->o->minwidth, .inverted = v->o->inverted,
+				     .diff = true };
+	return svg_flame_write(v->p->all, out, &fo);
+}
