@@ -585,11 +585,13 @@ static void report_note_nostack(const char *dir, const struct an_process *p)
 
 /* ------------------------------------------------------------------ main */
 
-/* --by alloc: faults by the allocation site of the memory they hit, all processes (or --pid). */
+/* --by alloc: faults by the allocation site of the memory they hit, all processes (or --pid), to
+ * the picked format's alloc form (the CSV when only per-fault views were picked). */
 static int report_by_alloc(const struct report_env *env)
 {
+	const struct report_writer *w = env->fmt ? env->fmt : report_writer_find("csv");
 	struct as_report r;
-	char err[512], path[4096], name[256];
+	char err[512], path[4096], name[256], sfx[32];
 	int status = CLI_EXIT_OK;
 
 	report_progress(env, "%s", "reading and symbolizing");
@@ -599,18 +601,19 @@ static int report_by_alloc(const struct report_env *env)
 		return cli_error(CLI_EXIT_FAIL, "report", "%s", err);
 	}
 	report_progress_end(env);
-	if (env->top) {
-		as_report_write_top(&r, stdout, env->top);
-		if (fflush(stdout) || ferror(stdout))
+	struct report_alloc_view v = { .sites = &r, .top = env->top };
+	if (!w->ext) {
+		if (w->write_alloc(stdout, &v) || fflush(stdout) || ferror(stdout))
 			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
-					   strerror(errno));
+					   strerror(errno ? errno : EIO));
 	} else {
 		if (env->pid >= 0)
-			snprintf(name, sizeof(name), "fltrace-data-report-alloc-%ld.out", env->pid);
+			snprintf(sfx, sizeof(sfx), "%ld", env->pid);
 		else
-			snprintf(name, sizeof(name), "fltrace-data-report-alloc-all.out");
+			snprintf(sfx, sizeof(sfx), "all");
+		snprintf(name, sizeof(name), "fltrace-data-%s-alloc-%s.%s", w->stem, sfx, w->ext);
 		FILE *o = report_create(env->dir, name, path, sizeof(path));
-		if (!o || as_report_write_csv(&r, o) || report_close(o, path))
+		if (!o || w->write_alloc(o, &v) || report_close(o, path))
 			status = CLI_EXIT_FAIL;
 	}
 	as_report_free(&r);
@@ -633,7 +636,7 @@ int cmd_report(int argc, char **argv)
 		return ret;
 	clock_gettime(CLOCK_MONOTONIC, &env.t0);
 	env.progress = isatty(STDERR_FILENO);
-	if (env.by == AGG_BY_ALLOC && (env.diff_a || (env.fmt && strcmp(env.fmt->name, "csv") && strcmp(env.fmt->name, "top"))))
+	if (env.by == AGG_BY_ALLOC && (env.diff_a || (env.fmt && !env.fmt->write_alloc)))
 		return cli_error(CLI_EXIT_USAGE, "report", "--by alloc writes its own CSV (or a table "
 				 "with --top); leave out --diff and --format");
 	if (env.diff_a)

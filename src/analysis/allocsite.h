@@ -1,5 +1,5 @@
 /* Faults by allocation site (allocsite.c: matching faults to the allocations they hit;
- * allocsite_report.c: loading a recording, the CSV, the table and the flamegraph input). */
+ * allocsite_report.c: loading a recording and the flamegraph input; report_alloc.c writes it). */
 #ifndef FLTRACE_ALLOCSITE_H
 #define FLTRACE_ALLOCSITE_H
 
@@ -64,8 +64,6 @@ struct as_report {
 int as_report_load(const char *dir, long pid, const struct agg_filter *filter, struct as_report *r,
 		   char *err, size_t errlen);
 void as_report_free(struct as_report *r);
-int as_report_write_csv(const struct as_report *r, FILE *out);
-void as_report_write_top(const struct as_report *r, FILE *out, long top);
 /* Folded stacks for a flamegraph: allocation stack outermost first, then the faulting line. */
 /* first_touch: most of the row's faults were first touches (else re-fetches and others). */
 int as_report_foreach_stack(const struct as_report *r,

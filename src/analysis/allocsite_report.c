@@ -1,5 +1,5 @@
 /* A recording read by allocation site: every trace of a directory matched fault by fault to the
- * allocation it hit, rows merged by the symbolized allocation stack, and their writers. */
+ * allocation it hit, rows merged by the symbolized allocation stack (written by report_alloc.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -9,7 +9,6 @@
 
 #define AS_NO_ALLOC "[no recorded allocation]"
 #define AS_NO_STACK "[allocation without a stack]"
-#define AS_TOP_CALLS 10
 
 static char *as_join(const struct symbolizer *sym, const struct as_site *s, int what)
 {
@@ -309,69 +308,6 @@ void as_report_free(struct as_report *r)
 		maps_free(r->maps[i]);
 	free(r->maps);
 	memset(r, 0, sizeof(*r));
-}
-
-int as_report_write_csv(const struct as_report *r, FILE *out)
-{
-	fputs("alloc_site,kind,objects,bytes,count,percent,zero,refetch,other,code,functions,lib,"
-	      "fault_code\n", out);
-	for (size_t i = 0; i < r->nrows; i++) {
-		const struct as_row *w = &r->rows[i];
-		char calls[4096];
-		size_t len = 0;
-		calls[0] = '\0';
-		for (size_t c = 0; c < w->ncalls && c < AS_TOP_CALLS && len < sizeof(calls) - 1; c++)
-			len += (size_t)snprintf(calls + len, sizeof(calls) - len, "%s%" PRIu64 "@%s",
-						c ? "<//>" : "", w->calls[c].count, w->calls[c].code);
-		if (len >= sizeof(calls))
-			calls[sizeof(calls) - 1] = '\0';
-		csv_put(out, w->where);
-		fprintf(out, ",%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			",%" PRIu64 ",", w->kind, w->objects, w->bytes, w->faults,
-			r->total ? w->faults * 100 / r->total : 0, w->zero, w->refetch, w->other);
-		csv_put(out, w->code);
-		fputc(',', out);
-		csv_put(out, w->funcs);
-		fputc(',', out);
-		csv_put(out, w->libs);
-		fputc(',', out);
-		csv_put(out, calls);
-		fputc('\n', out);
-	}
-	return ferror(out) ? -EIO : 0;
-}
-
-static void as_put_size(FILE *out, uint64_t b)
-{
-	if (b >= 10ull << 20)
-		fprintf(out, "%7.1fM", (double)b / (1 << 20));
-	else if (b >= 10ull << 10)
-		fprintf(out, "%7.1fK", (double)b / (1 << 10));
-	else
-		fprintf(out, "%7" PRIu64 "B", b);
-}
-
-void as_report_write_top(const struct as_report *r, FILE *out, long top)
-{
-	fprintf(out, "faults by allocation site: %" PRIu64 " faults, %" PRIu64 " (%.1f%%) on recorded "
-		"allocations (%" PRIu64 " big, %" PRIu64 " mappings, %" PRIu64 " small ones sampled)\n",
-		r->total, r->attributed, r->total ? 100.0 * (double)r->attributed / (double)r->total : 0,
-		r->big_allocs, r->map_allocs, r->sampled_allocs);
-	fprintf(out, "%10s %6s %8s %8s  %-40s %s\n", "faults", "%", "objects", "bytes", "allocation site",
-		"faulted at (faults)");
-	for (size_t i = 0; i < r->nrows && (long)i < top; i++) {
-		const struct as_row *w = &r->rows[i];
-		char site[512];
-		snprintf(site, sizeof(site), "%s%s%s%s", w->where, w->kind[0] ? " (" : "", w->kind,
-			 w->kind[0] ? ")" : "");
-		fprintf(out, "%10" PRIu64 " %5.1f%% %8" PRIu64 " ", w->faults,
-			r->total ? 100.0 * (double)w->faults / (double)r->total : 0, w->objects);
-		as_put_size(out, w->bytes);
-		fprintf(out, "  %-40s", site);
-		for (size_t c = 0; c < w->ncalls && c < 3; c++)
-			fprintf(out, " %s (%" PRIu64 ")", w->calls[c].code, w->calls[c].count);
-		fputc('\n', out);
-	}
 }
 
 /* Frames of a row for a flamegraph, outermost first: the allocation stack, then the line that

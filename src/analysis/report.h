@@ -10,6 +10,7 @@
 
 #include "analysis.h"
 
+struct as_report;     /* allocsite.h */
 struct picture_view;  /* picture.h */
 struct sweep_view;    /* sweep.h */
 
@@ -36,6 +37,12 @@ struct report_diff_view {
 	long top;
 };
 
+/* What a --by alloc writer gets: the faults of a recording by the allocation site they hit. */
+struct report_alloc_view {
+	const struct as_report *sites;
+	long top;             /* rows shown by the top writer */
+};
+
 struct report_writer {
 	enum writer_cmd cmd;
 	const char *name;     /* the --format value (report), the picture (visualize) */
@@ -49,6 +56,9 @@ struct report_writer {
 	int (*write)(FILE *out, const struct report_view *v);
 	/* --diff A B: the compared callsites (NULL: the format has no diff form). */
 	int (*write_diff)(FILE *out, const struct report_diff_view *v);
+	/* --by alloc: the faults by allocation site, "fltrace-data-<stem>-alloc-<pid|all>.<ext>" or
+	 * standard output as above (NULL: the format has no such form). 0 or -EIO. */
+	int (*write_alloc)(FILE *out, const struct report_alloc_view *v);
 	/* Per-fault writers see every kept fault of one trace as it is read (one file per trace
 	 * generation when per_gen): begin, fault..., end. end also frees the state. */
 	bool per_gen;
@@ -83,6 +93,8 @@ int report_write_perf_script(FILE *out, const struct report_view *v);
 int report_diff_csv(FILE *out, const struct report_diff_view *v);
 int report_diff_top(FILE *out, const struct report_diff_view *v);
 int report_diff_folded(FILE *out, const struct report_diff_view *v);
+int report_alloc_csv(FILE *out, const struct report_alloc_view *v); /* report_alloc.c */
+int report_alloc_top(FILE *out, const struct report_alloc_view *v);
 int report_raw_begin(FILE *out, void **state);
 int report_raw_fault(void *state, FILE *out, const struct trace *t, const struct ft_fault *f,
 		     const struct ft_stack *st, const struct ft_region *rg);

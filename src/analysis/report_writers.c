@@ -7,9 +7,9 @@
 static const struct report_writer writers[] = {
 	{ .name = "csv", .summary = "callsite CSV per process (the default), formats.md columns",
 	  .stem = "report", .ext = "out", .write = report_write_csv,
-	  .write_diff = report_diff_csv },
+	  .write_diff = report_diff_csv, .write_alloc = report_alloc_csv },
 	{ .name = "top", .summary = "the biggest rows as a table on stdout (--top N sets N)",
-	  .write = report_write_top, .write_diff = report_diff_top },
+	  .write = report_write_top, .write_diff = report_diff_top, .write_alloc = report_alloc_top },
 	{ .name = "folded", .summary = "folded stacks on stdout (flamegraph.pl, inferno)",
 	  .merge_always = true, .write = report_write_folded, .write_diff = report_diff_folded },
 	{ .name = "pprof", .summary = "gzipped profile.proto per process (pprof, go tool pprof)",

@@ -612,14 +612,20 @@ static int t_writers_table(char *why, size_t whylen)
 			      w[i].name);
 			CHECK(!w[i].ext == !w[i].stem, "%s: stem and ext go together", w[i].name);
 			CHECK(report_writer_find(w[i].name) == &w[i], "%s not found by name", w[i].name);
+			CHECK(!w[i].write_alloc || w[i].write, "%s: --by alloc without a grouped form",
+			      w[i].name);
 			break;
 		case WR_VISUALIZE:
+			CHECK(!w[i].write && !w[i].write_diff && !w[i].write_alloc && !w[i].write_sweep,
+			      "picture %s has a report or sweep writer", w[i].name);
 			CHECK((w[i].draw || w[i].draw_diff) && w[i].stem && w[i].ext, "%s: no picture",
 			      w[i].name);
 			CHECK(!w[i].caption || w[i].draw, "%s: a caption without a picture", w[i].name);
 			CHECK(!report_writer_find(w[i].name), "picture %s taken for a --format", w[i].name);
 			break;
 		case WR_SWEEP:
+			CHECK(!w[i].write && !w[i].write_alloc && !w[i].draw && !w[i].draw_diff,
+			      "sweep file %s has a report or picture writer", w[i].name);
 			CHECK(w[i].file && w[i].write_sweep, "%s: no file or writer", w[i].name);
 			CHECK(!report_writer_find(w[i].name), "sweep file %s taken for a --format", w[i].name);
 			break;
