@@ -46,8 +46,9 @@ static const char report_usage[] =
 "                        (or -o FILE); with --top N a table, with --folded 'stack A B' lines\n"
 "  -h, --help            this text\n"
 "\n"
-"formats (--format NAME):\n"
-"%s"
+"formats (--format NAME):\n";
+
+static const char report_examples[] =
 "\n"
 "examples:\n"
 "  fltrace report                          # CSV per process in the current directory\n"
@@ -63,16 +64,9 @@ static const char report_usage[] =
 /* The usage text with the formats of the writers table. */
 static void report_help(void)
 {
-	size_t n, len = 0;
-	const struct report_writer *w = report_writers(&n);
-	char list[4096];
-
-	list[0] = 0;
-	for (size_t i = 0; i < n && len < sizeof(list); i++)
-		if (w[i].cmd == WR_REPORT)
-			len += (size_t)snprintf(list + len, sizeof(list) - len, "  %-18s%s\n",
-						w[i].name, w[i].summary);
-	printf(report_usage, list);
+	fputs(report_usage, stdout);
+	report_writers_usage(stdout, WR_REPORT, 18);
+	fputs(report_examples, stdout);
 }
 
 struct report_env {

@@ -17,6 +17,7 @@
 
 #include <fltrace/parse.h>
 
+#include "../src/analysis/report.h"
 #include "../src/analysis/svg_common.h"
 #include "builtin.h"
 #include "cli.h"
@@ -47,9 +48,7 @@ static const struct option sweep_longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static void sweep_help(void)
-{
-	printf(
+static const char sweep_usage[] =
 "usage: fltrace sweep [-L <sizes>] [--policy <list>] [-M <size>] [-o <dir>] [record options]\n"
 "                     [--] <command> [<args>...]\n"
 "\n"
@@ -74,13 +73,9 @@ static void sweep_help(void)
 "                          passed to every 'fltrace record' (see 'fltrace record --help')\n"
 "  -h, --help              this help\n"
 "\n"
-"Written in <dir>:\n"
-"  sweep.csv       one row per run: size, policy, faults by kind, re-fetches, wall time,\n"
-"                  slowdown, peak resident and far memory, exit status, whether output matched\n"
-"  curve.svg       re-fetches and slowdown against -L, one line per policy\n"
-"  callsites.csv   faults of every callsite (innermost frame's function and file:line) in\n"
-"                  every run: which code becomes hot as memory shrinks\n"
-"  sweep.txt       the runs and the top callsites as text tables (also printed on stdout)\n"
+"Written in <dir>:\n";
+
+static const char sweep_usage_rest[] =
 "  <run>/stdout, <run>/stderr\n"
 "                  the command's own output in that run (its stderr also holds record's notes)\n"
 "Slowdown is wall time relative to the ample run, or with -L to the largest size of the same\n"
@@ -98,7 +93,14 @@ static void sweep_help(void)
 "  fltrace sweep -L 16,32,64,128 --policy clock,fifo -M 1000 -o runs -- python3 train.py\n"
 "      four sizes under both policies: eight runs in runs/L16M-clock .. runs/L128M-fifo\n"
 "  fltrace report -i runs/L16M-fifo --by line --top 20\n"
-"      then look closer at one run, as at any recording\n");
+"      then look closer at one run, as at any recording\n";
+
+/* The usage text with the files of the writers table. */
+static void sweep_help(void)
+{
+	fputs(sweep_usage, stdout);
+	report_writers_usage(stdout, WR_SWEEP, 16);
+	fputs(sweep_usage_rest, stdout);
 }
 
 /* ---- options ---- */

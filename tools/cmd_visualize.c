@@ -42,19 +42,13 @@ static const struct option vis_longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static void vis_help(void)
-{
-	printf(
+static const char vis_usage[] =
 "usage: fltrace visualize [-i <dir>] [-o <dir>] [options]\n"
 "\n"
 "Draws the traces of a directory (fltrace-data-trace-<pid>-<n>.bin, as written by\n"
-"'fltrace record'). For every process it writes:\n"
-"  fltrace-data-flamegraph-<pid>.svg        all faults, by stack (click to zoom, Ctrl-F to search)\n"
-"  fltrace-data-flamegraph-alloc-<pid>.svg  first-touch (zero-page, \"allocation\") faults only\n"
-"  fltrace-data-flamegraph-allocsite-<pid>.svg  faults by the allocation site of the memory hit\n"
-"  fltrace-data-timeline-<pid>.svg          faulting address (or file offset) over time, fault rate\n"
-"  fltrace-data-latency-<pid>.svg           fault service time by kind, log2 histograms\n"
-"  fltrace-data-index-<pid>.html            the run's summary with all of the above: open this one\n"
+"'fltrace record'). For every process it writes:\n";
+
+static const char vis_usage_rest[] =
 "Frames are named 'func (file:line)'; a leaf ends in [r], [w] or [p] (read, write,\n"
 "write-protect) and is coloured by the fault kind, its shade by the access.\n"
 "\n"
@@ -89,7 +83,14 @@ static void vis_help(void)
 "  fltrace visualize --pid 4242\n"
 "      one process of a traced process tree\n"
 "  firefox 'fltrace-data-flamegraph-4242.svg#s=malloc'\n"
-"      open a flamegraph with the frames matching 'malloc' highlighted (#z=<frame> zooms)\n");
+"      open a flamegraph with the frames matching 'malloc' highlighted (#z=<frame> zooms)\n";
+
+/* The usage text with the pictures of the writers table. */
+static void vis_help(void)
+{
+	fputs(vis_usage, stdout);
+	report_writers_usage(stdout, WR_VISUALIZE, 41);
+	fputs(vis_usage_rest, stdout);
 }
 
 static int vis_parse_kinds(struct vis_env *env, const char *arg)

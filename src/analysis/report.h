@@ -80,6 +80,9 @@ struct report_writer {
 
 /* The report writer called name, or NULL. */
 const struct report_writer *report_writer_find(const char *name);
+/* The rows of one command for its --help, one a line: "  <name><summary>", the summary at column
+ * 2 + width (a summary's own newlines continue there). */
+void report_writers_usage(FILE *out, enum writer_cmd cmd, int width);
 /* All writers, of every command (each command keeps the rows of its own `cmd`): n rows. */
 const struct report_writer *report_writers(size_t *n);
 
