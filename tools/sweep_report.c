@@ -1,5 +1,5 @@
 /* `fltrace sweep`'s files: the runs analysed (src/analysis/sweep_analysis.c), then every sweep row
- * of the writers table written into the sweep's directory, and the text table on stdout too. */
+ * of the writers table written into the sweep's directory (and on stdout, the rows that ask). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,7 +29,6 @@ static int sweep_write_file(const struct sweep *s, const struct report_writer *w
 int sweep_report(struct sweep *s)
 {
 	struct callsites *cs = NULL;
-	const struct report_writer *text = NULL;
 	char names[256];
 	size_t n, len = 0;
 	const struct report_writer *w = report_writers(&n);
@@ -46,11 +45,11 @@ int sweep_report(struct sweep *s)
 			continue;
 		rc = sweep_write_file(s, &w[i], &v);
 		len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "", w[i].file);
-		if (!strcmp(w[i].file, "sweep.txt"))
-			text = &w[i];
 	}
-	if (!rc && text) {
-		text->write_sweep(stdout, &v);
+	if (!rc) {
+		for (size_t i = 0; i < n; i++)
+			if (w[i].cmd == WR_SWEEP && w[i].also_stdout)
+				w[i].write_sweep(stdout, &v);
 		printf("\nWritten in %s: %s; the command's output: %s/stdout. Look closer at one run "
 		       "with e.g. 'fltrace report -i %s --by line --top 20'.\n", s->outdir, names,
 		       s->runs[0].dir, s->runs[s->nruns - 1].dir);

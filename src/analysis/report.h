@@ -73,8 +73,10 @@ struct report_writer {
 	int (*draw)(FILE *out, const struct picture_view *v);
 	/* visualize --diff A B: one picture, "fltrace-data-<stem>-diff.<ext>". */
 	int (*draw_diff)(FILE *out, const struct picture_view *v);
-	/* sweep: one file, <dir>/<file>. 0 or -errno. */
+	/* sweep: one file, <dir>/<file>, also written on standard output when also_stdout. 0 or
+	 * -errno. */
 	const char *file;
+	bool also_stdout;
 	int (*write_sweep)(FILE *out, const struct sweep_view *v);
 };
 

@@ -59,6 +59,7 @@ static const struct report_writer writers[] = {
 	  .summary = "faults of every callsite (innermost frame's function and file:line) in\n"
 		     "every run: which code becomes hot as memory shrinks" },
 	{ .cmd = WR_SWEEP, .name = "sweep.txt", .file = "sweep.txt", .write_sweep = sweep_write_text,
+	  .also_stdout = true,
 	  .summary = "the runs and the top callsites as text tables (also printed on stdout)" },
 };
 
