@@ -1,6 +1,5 @@
-/* `fltrace sweep`: runs `fltrace record` at several local-memory sizes (given, or halvings of an
- * ample run's peak) and policies, one directory per run, and checks that the program's output
- * never changes; sweep_report.c then draws the miss-ratio curve from the runs. */
+/* `fltrace sweep`: one `fltrace record` per local-memory size (given, or halvings of an ample run's
+ * peak) and policy, each in its directory, the output checked unchanged; sweep_report.c writes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>

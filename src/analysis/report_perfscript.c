@@ -1,6 +1,5 @@
-/* The perf-script writer: the grouped rows as the text `perf script` prints for sampled call
- * stacks, one sample per faulted page, so FlameGraph's stackcollapse-perf.pl and the Firefox
- * Profiler import fault stacks as they import CPU samples. */
+/* The perf-script writer: the grouped rows as `perf script` prints sampled stacks, a sample per
+ * faulted page, so stackcollapse-perf.pl and the Firefox Profiler read them as CPU samples. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
