@@ -465,65 +465,23 @@ static int report_emit(const struct report_env *env, const struct report_view *v
 }
 /* ------------------------------------------------------------------ --diff A B */
 
-/* Load the processes of dir (filtered as asked) into procs, counting them in *n; registers their
- * frames with sym. Returns 0 or the exit status. */
-static int report_diff_load(const struct report_env *env, const char *dir,
-			    struct symbolizer *sym, struct an_process ***procs, size_t *n)
+static void report_diff_progress(void *arg, const char *path)
 {
-	struct trace_list list = { 0 };
-	char err[512];
-	int ret = trace_list_dir(dir, &list), status = 0;
-
-	if (ret)
-		return cli_error(CLI_EXIT_FAIL, "report", "cannot read %s: %s; give two directories "
-				 "of recordings to --diff", dir, strerror(-ret));
-	*procs = calloc(list.n + 1, sizeof(**procs));
-	if (!*procs) {
-		trace_list_free(&list);
-		return cli_error(CLI_EXIT_FAIL, "report", "out of memory");
-	}
-	for (size_t i = 0; i < list.n && !status; i++) {
-		if (env->pid >= 0 && list.v[i].pid != (uint32_t)env->pid)
-			continue;
-		report_progress(env, "reading %s", list.v[i].path);
-		ret = an_process_load(list.v[i].path, &env->filter, NULL, NULL, &(*procs)[*n], err,
-				      sizeof(err));
-		if (ret) {
-			status = cli_error(CLI_EXIT_FAIL, "report", "%s", err);
-			break;
-		}
-		if ((ret = agg_symbolize((*procs)[*n]->rows, sym, (*procs)[*n]->maps))) {
-			an_process_free((*procs)[*n]);
-			status = cli_error(CLI_EXIT_FAIL, "report", "out of memory");
-			break;
-		}
-		(*n)++;
-	}
-	if (!status && !*n)
-		status = cli_error(CLI_EXIT_FAIL, "report", "no trace in %s; give the output "
-				   "directory of a 'fltrace record' run to --diff", dir);
-	trace_list_free(&list);
-	return status;
+	report_progress(arg, "reading %s", path);
 }
 
 static int report_diff(struct report_env *env)
 {
 	const char *dirs[2] = { env->diff_a, env->diff_b };
-	struct an_process **procs[2] = { NULL, NULL };
-	size_t n[2] = { 0, 0 };
+	struct diff_load_opts lo = { .filter = &env->filter, .pid = env->pid, .by = env->by,
+				     .progress = report_diff_progress, .arg = env };
 	struct symbolizer *sym = sym_new();
 	struct diff_table *d = diff_new();
-	int status = sym && d ? 0 : cli_error(CLI_EXIT_FAIL, "report", "out of memory"), ret;
+	char err[512];
+	int status = sym && d ? 0 : cli_error(CLI_EXIT_FAIL, "report", "out of memory");
 
-	for (int side = 0; side < 2 && !status; side++)
-		status = report_diff_load(env, dirs[side], sym, &procs[side], &n[side]);
-	if (!status && (ret = sym_resolve(sym)))
-		status = cli_error(CLI_EXIT_FAIL, "report", "symbolization failed: %s",
-				   strerror(-ret));
-	for (int side = 0; side < 2 && !status; side++)
-		for (size_t i = 0; i < n[side] && !status; i++)
-			if (diff_add(d, side, procs[side][i]->rows, sym, env->by))
-				status = cli_error(CLI_EXIT_FAIL, "report", "out of memory");
+	if (!status && diff_load(d, sym, dirs, &lo, err, sizeof(err)))
+		status = cli_error(CLI_EXIT_FAIL, "report", "%s", err);
 	report_progress_end(env);
 	if (!status) {
 		struct report_diff_view v = { .diff = d, .a = dirs[0], .b = dirs[1],
@@ -542,11 +500,6 @@ static int report_diff(struct report_env *env)
 		if (fflush(stdout) || ferror(stdout))
 			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
 					   strerror(errno));
-	}
-	for (int side = 0; side < 2; side++) {
-		for (size_t i = 0; i < n[side]; i++)
-			an_process_free(procs[side][i]);
-		free(procs[side]);
 	}
 	diff_free(d);
 	sym_free(sym);

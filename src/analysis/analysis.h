@@ -252,6 +252,17 @@ int diff_add(struct diff_table *d, int side, struct agg_table *t, const struct s
  * symbolizer of diff_add must live as long as the rows are used. */
 size_t diff_rows(struct diff_table *d, struct diff_row ***rows);
 void diff_totals(const struct diff_table *d, uint64_t *a, uint64_t *b);
+/* Two recordings read whole (report --diff): every process of dirs[0] as side 0, of dirs[1] as
+ * side 1, symbolized with sym (which must outlive d's rows). 0, or -errno and err says why. */
+struct diff_load_opts {
+	const struct agg_filter *filter;
+	long pid;             /* only this process; -1: all */
+	enum agg_by by;
+	void (*progress)(void *arg, const char *path); /* told each trace before it is read; or NULL */
+	void *arg;
+};
+int diff_load(struct diff_table *d, struct symbolizer *sym, const char *const dirs[2],
+	      const struct diff_load_opts *o, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- interning (intern.c)
  * Distinct strings with dense ids in the order first seen. Zero-initialise, intern_free at the

@@ -1,5 +1,5 @@
 /* Two runs compared: the faults of each callsite (a symbolized stack, line or function, so that
- * different load addresses and processes match) in run A and run B, sorted by the change. */
+ * different load addresses and processes match) in run A and run B, loaded and sorted by change. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -146,4 +146,71 @@ void diff_totals(const struct diff_table *d, uint64_t *a, uint64_t *b)
 		*a += d->rows[i].a;
 		*b += d->rows[i].b;
 	}
+}
+
+/* ---- two recordings read for report --diff ---- */
+
+/* The processes of one recording (filtered as asked), their frames registered with sym. */
+static int diff_load_dir(const char *dir, const struct diff_load_opts *o, struct symbolizer *sym,
+			 struct an_process ***procs, size_t *n, char *err, size_t errlen)
+{
+	struct trace_list list = { 0 };
+	int ret = trace_list_dir(dir, &list);
+
+	if (ret) {
+		snprintf(err, errlen, "cannot read %s: %s; give two directories of recordings to "
+			 "--diff", dir, strerror(-ret));
+		return ret;
+	}
+	*procs = calloc(list.n + 1, sizeof(**procs));
+	if (!*procs) {
+		trace_list_free(&list);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < list.n && !ret; i++) {
+		if (o->pid >= 0 && list.v[i].pid != (uint32_t)o->pid)
+			continue;
+		if (o->progress)
+			o->progress(o->arg, list.v[i].path);
+		ret = an_process_load(list.v[i].path, o->filter, NULL, NULL, &(*procs)[*n], err, errlen);
+		if (ret)
+			break;
+		if ((ret = agg_symbolize((*procs)[*n]->rows, sym, (*procs)[*n]->maps))) {
+			an_process_free((*procs)[*n]);
+			snprintf(err, errlen, "out of memory");
+			break;
+		}
+		(*n)++;
+	}
+	if (!ret && !*n) {
+		snprintf(err, errlen, "no trace in %s; give the output directory of a 'fltrace record' "
+			 "run to --diff", dir);
+		ret = -ENOENT;
+	}
+	trace_list_free(&list);
+	return ret;
+}
+
+int diff_load(struct diff_table *d, struct symbolizer *sym, const char *const dirs[2],
+	      const struct diff_load_opts *o, char *err, size_t errlen)
+{
+	struct an_process **procs[2] = { NULL, NULL };
+	size_t n[2] = { 0, 0 };
+	int ret = 0;
+
+	for (int side = 0; side < 2 && !ret; side++)
+		ret = diff_load_dir(dirs[side], o, sym, &procs[side], &n[side], err, errlen);
+	if (!ret && (ret = sym_resolve(sym)))
+		snprintf(err, errlen, "symbolization failed: %s", strerror(-ret));
+	for (int side = 0; side < 2 && !ret; side++)
+		for (size_t i = 0; i < n[side] && !ret; i++)
+			if ((ret = diff_add(d, side, procs[side][i]->rows, sym, o->by)))
+				snprintf(err, errlen, "out of memory");
+	for (int side = 0; side < 2; side++) {
+		for (size_t i = 0; i < n[side]; i++)
+			an_process_free(procs[side][i]);
+		free(procs[side]);
+	}
+	return ret;
 }
