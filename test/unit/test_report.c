@@ -641,11 +641,123 @@ static int t_writers_table(char *why, size_t whylen)
 	return 0;
 }
 
+/* report --diff's reading: the std trace in A, the same with 3 more re-fetches at the leaf in B;
+ * by line, the leaf's row changes by those 3 and nothing else does. Missing, empty and filtered
+ * directories are refused with their messages. */
+static int diff_load_dirs(const char *a, const char *b, long pid, struct diff_table **d,
+			  struct symbolizer **sym, char *err, size_t errlen)
+{
+	const char *dirs[2] = { a, b };
+	struct diff_load_opts o = { .pid = pid, .by = AGG_BY_LINE };
+
+	*d = diff_new();
+	*sym = sym_new();
+	if (!*d || !*sym)
+		return -ENOMEM;
+	return diff_load(*d, *sym, dirs, &o, err, errlen);
+}
+
+static int t_diff_load(char *why, size_t whylen)
+{
+	char a[PATH_MAX], b[PATH_MAX], none[PATH_MAX], empty[PATH_MAX], err[512], want[64];
+	struct diff_table *d;
+	struct symbolizer *sym;
+	struct diff_row **rows;
+	uint64_t ta, tb;
+	int ret;
+
+	snprintf(a, sizeof(a), "%s/diff-a", tmpdir);
+	snprintf(b, sizeof(b), "%s/diff-b", tmpdir);
+	snprintf(none, sizeof(none), "%s/diff-none", tmpdir);
+	snprintf(empty, sizeof(empty), "%s/diff-empty", tmpdir);
+	mkdir(a, 0755);
+	mkdir(b, 0755);
+	mkdir(empty, 0755);
+	CHECK(synth_write_std(a, &sites, 90, FT_VERSION, NULL) == 0, "write A");
+	synth_nrefetch = 6;
+	ret = synth_write_std(b, &sites, 91, FT_VERSION, NULL);
+	synth_nrefetch = 3;
+	CHECK(ret == 0, "write B");
+
+	ret = diff_load_dirs(a, b, -1, &d, &sym, err, sizeof(err));
+	if (!ret) {
+		size_t n = diff_rows(d, &rows);
+		diff_totals(d, &ta, &tb);
+		snprintf(want, sizeof(want), ":%d", sites.leaf_line);
+		ret = n > 1 && tb == ta + 3 && rows[0]->a == 8 && rows[0]->b == 11 &&
+		      strlen(rows[0]->code) > strlen(want) &&
+		      !strcmp(rows[0]->code + strlen(rows[0]->code) - strlen(want), want) &&
+		      rows[1]->a == rows[1]->b ? 0 : -1;
+		if (ret)
+			snprintf(err, sizeof(err), "totals %" PRIu64 "/%" PRIu64 ", first row %s %" PRIu64
+				 "/%" PRIu64, ta, tb, n ? rows[0]->code : "-", n ? rows[0]->a : 0,
+				 n ? rows[0]->b : 0);
+	}
+	diff_free(d);
+	sym_free(sym);
+	CHECK(ret == 0, "A against B: %s", err);
+
+	static const struct { const char *what; int side; long pid; const char *msg; } bad[] = {
+		{ "missing", 1, -1, "cannot read " },
+		{ "empty", 0, -1, "no trace in " },
+		{ "other pid", 0, 1, "no trace in " },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *other = i == 0 ? none : i == 1 ? empty : a;
+		err[0] = 0;
+		ret = diff_load_dirs(bad[i].side ? a : other, bad[i].side ? other : b, bad[i].pid,
+				     &d, &sym, err, sizeof(err));
+		diff_free(d);
+		sym_free(sym);
+		CHECK(ret < 0 && !strncmp(err, bad[i].msg, strlen(bad[i].msg)) && strstr(err, "--diff"),
+		      "%s directory: %d, '%s'", bad[i].what, ret, err);
+	}
+	return 0;
+}
+
+/* Each command's --help lists its rows: the name padded to the summary's column (or two spaces
+ * past a longer name), a summary's newline continued under its column. */
+static int t_writers_usage(char *why, size_t whylen)
+{
+	static const struct { enum writer_cmd cmd; int width; const char *first, *cont; } want[] = {
+		{ WR_REPORT, 18, "  csv               callsite CSV", NULL },
+		{ WR_VISUALIZE, 41, "  fltrace-data-flamegraph-<pid>.svg        all faults, by stack", NULL },
+		{ WR_SWEEP, 16, "  sweep.csv       one row per run:", "\n                  slowdown," },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char *text = NULL, *p;
+		size_t len = 0, lines = 0, rows = 0, n;
+		const struct report_writer *w = report_writers(&n);
+		FILE *m = open_memstream(&text, &len);
+		CHECK(m, "open_memstream");
+		report_writers_usage(m, want[i].cmd, want[i].width);
+		fclose(m);
+		for (p = text; (p = strchr(p, '\n')); p++)
+			lines++;
+		for (size_t k = 0; k < n; k++)
+			rows += w[k].cmd == want[i].cmd && (w[k].cmd != WR_VISUALIZE || w[k].draw);
+		int ok = !strncmp(text, want[i].first, strlen(want[i].first)) &&
+			 (!want[i].cont || strstr(text, want[i].cont)) &&
+			 (want[i].cont ? lines > rows : lines == rows) &&
+			 (want[i].cmd != WR_VISUALIZE ||
+			  strstr(text, "  fltrace-data-flamegraph-allocsite-<pid>.svg  faults by"));
+		if (!ok)
+			snprintf(why, whylen, "command %d: %zu lines for %zu rows:\n%s", (int)want[i].cmd,
+				 lines, rows, text);
+		free(text);
+		if (!ok)
+			return -1;
+	}
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(char *why, size_t whylen);
 } cases[] = {
 	{ "writers_table", t_writers_table },
+	{ "writers_usage", t_writers_usage },
+	{ "diff_load", t_diff_load },
 	{ "csv_quoting", t_csv_quoting },
 	{ "elf_map_to_vaddr", t_map_to_vaddr },
 	{ "maps_history_by_time", t_maps_history },
