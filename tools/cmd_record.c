@@ -109,7 +109,8 @@ RECORD_MAX_HANDLERS);
 	printf(
 "      --depth <n>         stack frames recorded per fault (default %d, at most %d)\n"
 "      --poll <mode>       how handler threads wait for faults: adaptive (default: poll for\n"
-"                          100 us after a fault, then block), block, or spin (busy-poll,\n"
+"                          100 us after a fault, then block; block at once when the faulting\n"
+"                          thread runs on the handler's CPU), block, or spin (busy-poll,\n"
 "                          one core busy per thread)\n"
 "      --files <which>     file pages traced: mapped (default: the private file mappings the\n"
 "                          program makes with mmap) or all (also the code and read-only data\n"

@@ -34,6 +34,9 @@ static struct {
 } hd;
 
 static __thread bool tls_is_handler;
+/* The CPU the thread this handler last signalled ran on at its previous signal (-1: unknown):
+ * where it most likely runs now that its page is in. */
+static __thread int tls_peer_cpu = -1;
 
 bool handler_is_current_thread(void)
 {
@@ -140,6 +143,7 @@ static void handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	if (!served)
 		return;
 	if (signal) {
+		tls_peer_cpu = atomic_load_explicit(&t->cpu, memory_order_relaxed);
 		count_fault(req->flags, req->kind);
 		if (ctx->npending < PENDING_MAX)
 			ctx->pending[ctx->npending++] = t;
@@ -238,6 +242,19 @@ static void handler_pin(unsigned index)
 	syscall(SYS_sched_setaffinity, 0, sizeof(one.bits), one.bits);
 }
 
+/* Faults come in bursts: polling a little longer before sleeping saves the wake-up of an idle
+ * vCPU, which costs 100+ us on these VMs (kernel-facts). But polling on the CPU the faulting
+ * thread runs on takes that CPU from it until the poll ends, and its next fault then waits for
+ * the same wake-up anyway: there, block at once (a wake-up on one's own CPU is the cheap one). */
+static bool handler_keep_polling(uint64_t last_msg)
+{
+	if (rt.cfg.spin)
+		return true;
+	if (rt_mono_ns() - last_msg >= rt.cfg.spin_ns)
+		return false;
+	return tls_peer_cpu < 0 || tls_peer_cpu != sched_getcpu();
+}
+
 static void *handler_main(void *arg)
 {
 	rt_tls_internal = 1;
@@ -281,9 +298,7 @@ static void *handler_main(void *arg)
 			break;
 		if (ctx.npending)
 			handler_check_pending(&ctx);
-		/* Faults come in bursts: polling a little longer before sleeping saves the wake-up of an
-		 * idle vCPU, which costs 100+ us on these VMs (kernel-facts). */
-		if (rt.cfg.spin || rt_mono_ns() - last_msg < rt.cfg.spin_ns) {
+		if (handler_keep_polling(last_msg)) {
 			__builtin_ia32_pause();
 			continue;
 		}

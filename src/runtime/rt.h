@@ -1,5 +1,11 @@
-/* The preload runtime's base: the one runtime root (all global state lives in it), its configuration
- * and counters, dying cleanly, fltrace's own fds and threads; each module's interface is its own header. */
+/* The preload runtime's base: the runtime root `rt` (the state modules share), its configuration
+ * and counters, dying cleanly, fltrace's own fds and threads; each module's interface is its own header.
+ *
+ * Where state lives: what several modules read is in `rt`; what one module owns is one static in
+ * its own file (a struct named for it: `ev` in evict.c, `far` in farmem.c, `hd` in handler.c...;
+ * a table or queue where that is all it has); per-thread state is that module's `tls_*`
+ * thread-locals (the few shared ones, `rt_tls_*`, are declared in the owner's header). The page
+ * states and their counts are pagestate.h's. Nothing else is global. */
 #ifndef FLTRACE_RT_H
 #define FLTRACE_RT_H
 

@@ -145,6 +145,7 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	if (!t || !atomic_compare_exchange_strong(&t->state, &expected, REQ_TAKEN))
 		goto out;
 	atomic_store(&t->busy, 1);
+	atomic_store_explicit(&t->cpu, sched_getcpu(), memory_order_relaxed);
 	rt_tls_internal++;
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
 	uint64_t t0 = rt_mono_ns();

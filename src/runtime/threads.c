@@ -45,6 +45,7 @@ struct rt_thread *threads_get(int tid)
 			int expected = 0;
 			table[i].procfd = -1;
 			atomic_store(&table[i].call_nr, -1);
+			atomic_store(&table[i].cpu, -1);
 			if (atomic_compare_exchange_strong(&table[i].tid, &expected, tid))
 				return &table[i];
 			if (expected == tid)

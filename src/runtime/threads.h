@@ -22,6 +22,7 @@ struct rt_thread {
 	bool blocks_signal; /* it blocked the stack signal at its last fault: check at the next one */
 	_Atomic int served; /* a signalled request: 0 while its page is on its way, 1 served, 2 failed */
 	_Atomic int served_waiter; /* the thread sleeps on `served` (a futex) */
+	_Atomic int cpu;            /* where it took its last stack signal (-1: never): see handler.c */
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
 	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
 };
