@@ -549,17 +549,25 @@ static int report_by_alloc(const struct report_env *env)
 	}
 	report_progress_end(env);
 	struct report_alloc_view v = { .sites = &r, .top = env->top };
-	if (!w->ext) {
+	/* Where it goes, as for the other outputs: -o FILE (- is stdout), else stdout for a table
+	 * and a file next to the traces for the CSV. */
+	bool to_stdout = env->output ? !strcmp(env->output, "-") : !w->ext;
+	if (to_stdout) {
 		if (w->write_alloc(stdout, &v) || fflush(stdout) || ferror(stdout))
 			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
 					   strerror(errno ? errno : EIO));
 	} else {
-		if (env->pid >= 0)
-			snprintf(sfx, sizeof(sfx), "%ld", env->pid);
-		else
-			snprintf(sfx, sizeof(sfx), "all");
-		snprintf(name, sizeof(name), "fltrace-data-%s-alloc-%s.%s", w->stem, sfx, w->ext);
-		FILE *o = report_create(env->dir, name, path, sizeof(path));
+		FILE *o;
+		if (env->output) {
+			o = report_create(NULL, env->output, path, sizeof(path));
+		} else {
+			if (env->pid >= 0)
+				snprintf(sfx, sizeof(sfx), "%ld", env->pid);
+			else
+				snprintf(sfx, sizeof(sfx), "all");
+			snprintf(name, sizeof(name), "fltrace-data-%s-alloc-%s.%s", w->stem, sfx, w->ext);
+			o = report_create(env->dir, name, path, sizeof(path));
+		}
 		if (!o || w->write_alloc(o, &v) || report_close(o, path))
 			status = CLI_EXIT_FAIL;
 	}
@@ -586,6 +594,9 @@ int cmd_report(int argc, char **argv)
 	if (env.by == AGG_BY_ALLOC && (env.diff_a || (env.fmt && !env.fmt->write_alloc)))
 		return cli_error(CLI_EXIT_USAGE, "report", "--by alloc writes its own CSV (or a table "
 				 "with --top); leave out --diff and --format");
+	if (env.by == AGG_BY_ALLOC && (env.per_fault[0] || env.per_fault[1]))
+		return cli_error(CLI_EXIT_USAGE, "report", "--by alloc groups by allocation site only; "
+				 "run --raw or --files in a report of their own");
 	if (env.diff_a)
 		return report_diff(&env);
 	if (env.by == AGG_BY_ALLOC)

@@ -31,6 +31,17 @@ if same_output allocs_ample "-L 64 -M 512" "$prog" 1; then
 	# the code that faulted on each object: the program's memset lines and the scan, not libc
 	got="$(row_of "$csv" allocsites.c:50 fault_code | sed 's/@.*\//@/') $(row_of "$csv" allocsites.c:52 fault_code | sed 's/@.*\//@/')"
 	expect_eq allocs_fault_lines "faulting lines of a and c" "$pa@allocsites.c:55 512@allocsites.c:24" "$got"
+	# -o FILE takes the CSV (and - sends it to stdout); --raw and --files are refused with it
+	"$FLTRACE" report -i "$dir" --by alloc -o "$dir/alloc.csv" > /dev/null 2>&1
+	if cmp -s "$csv" "$dir/alloc.csv" && "$FLTRACE" report -i "$dir" --by alloc -o - 2> /dev/null |
+		cmp -s "$csv" -; then
+		pass allocs_output_option
+	else
+		fail allocs_output_option "--by alloc -o FILE / -o - did not write the CSV it writes by default"
+	fi
+	"$FLTRACE" report -i "$dir" --by alloc --raw > /dev/null 2> "$dir/rawerr"
+	expect_eq allocs_raw_refused "--by alloc --raw: exit status and message" \
+		"2 1" "$? $(grep -c -- '--by alloc groups by allocation site only' "$dir/rawerr")"
 	top=$("$FLTRACE" report -i "$dir" --by alloc --top 3 2>&1)
 	if printf '%s\n' "$top" | sed -n 3p | grep -q "allocsites.c:50 (malloc)" &&
 		printf '%s\n' "$top" | sed -n 4p | grep -q "allocsites.c:51 (mmap)"; then
