@@ -392,7 +392,7 @@ static int report_sink_open(struct report_sink *k, const struct report_env *env,
 			snprintf(sfx, sizeof(sfx), "%u-%u", e->pid, e->gen);
 		else
 			report_suffix(e->pid, e->gen, sfx, sizeof(sfx));
-		snprintf(name, sizeof(name), "fltrace-data-%s-%s.%s", o->w->stem, sfx, o->w->ext);
+		report_writer_file(o->w, sfx, name, sizeof(name));
 		o->out = report_create(env->dir, name, o->path, sizeof(o->path));
 		if (!o->out || o->w->begin(o->out, &o->state)) {
 			if (o->out)
@@ -450,7 +450,7 @@ static int report_emit(const struct report_env *env, const struct report_view *v
 	if (env->output) {
 		o = report_create(NULL, env->output, path, sizeof(path));
 	} else {
-		snprintf(name, sizeof(name), "fltrace-data-%s-%s.%s", w->stem, sfx, w->ext);
+		report_writer_file(w, sfx, name, sizeof(name));
 		o = report_create(env->dir, name, path, sizeof(path));
 	}
 	if (!o)
@@ -562,10 +562,10 @@ static int report_by_alloc(const struct report_env *env)
 			o = report_create(NULL, env->output, path, sizeof(path));
 		} else {
 			if (env->pid >= 0)
-				snprintf(sfx, sizeof(sfx), "%ld", env->pid);
+				snprintf(sfx, sizeof(sfx), "alloc-%ld", env->pid);
 			else
-				snprintf(sfx, sizeof(sfx), "all");
-			snprintf(name, sizeof(name), "fltrace-data-%s-alloc-%s.%s", w->stem, sfx, w->ext);
+				snprintf(sfx, sizeof(sfx), "alloc-all");
+			report_writer_file(w, sfx, name, sizeof(name));
 			o = report_create(env->dir, name, path, sizeof(path));
 		}
 		if (!o || w->write_alloc(o, &v) || report_close(o, path))

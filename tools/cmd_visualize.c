@@ -238,8 +238,10 @@ static int vis_write(const struct vis_env *env, const struct picture_proc *vp)
 	for (size_t i = 0; i < n; i++) {
 		if (w[i].cmd != WR_VISUALIZE || !w[i].draw)
 			continue;
-		snprintf(path, sizeof(path), "%s/fltrace-data-%s-%u.%s", env->outdir, w[i].stem,
-			 vp->pid, w[i].ext);
+		char pid[16], name[256];
+		snprintf(pid, sizeof(pid), "%u", vp->pid);
+		snprintf(path, sizeof(path), "%s/%s", env->outdir,
+			 report_writer_file(&w[i], pid, name, sizeof(name)));
 		int rc = vis_draw(path, w[i].draw, &v);
 		if (rc)
 			return rc;
@@ -269,7 +271,9 @@ static int vis_diff(const struct vis_env *env)
 	for (size_t i = 0; i < n && !rc; i++) {
 		if (w[i].cmd != WR_VISUALIZE || !w[i].draw_diff)
 			continue;
-		snprintf(path, sizeof(path), "%s/fltrace-data-%s-diff.%s", env->outdir, w[i].stem, w[i].ext);
+		char name[256];
+		snprintf(path, sizeof(path), "%s/%s", env->outdir,
+			 report_writer_file(&w[i], "diff", name, sizeof(name)));
 		rc = vis_draw(path, w[i].draw_diff, &v) ? CLI_EXIT_FAIL : 0;
 	}
 	picture_proc_free(&vp);

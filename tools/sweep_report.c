@@ -44,7 +44,9 @@ int sweep_report(struct sweep *s)
 		if (w[i].cmd != WR_SWEEP)
 			continue;
 		rc = sweep_write_file(s, &w[i], &v);
-		len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "", w[i].file);
+		if (len < sizeof(names)) /* snprintf returns what it would have written */
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "",
+						w[i].file);
 	}
 	if (!rc) {
 		for (size_t i = 0; i < n; i++)

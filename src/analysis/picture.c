@@ -236,8 +236,7 @@ void picture_proc_free(struct picture_proc *vp)
 	free(vp->namebuf);
 }
 
-/* Every process of dir into vp->all, as the earlier run (before) or the later one. */
-static int picture_diff_load_dir(struct picture_proc *vp, const char *dir, char *err, size_t errlen)
+int picture_diff_load(struct picture_proc *vp, const char *dir, bool before, char *err, size_t errlen)
 {
 	struct trace_list l = { 0 };
 	int ret = trace_list_dir(dir, &l);
@@ -247,6 +246,7 @@ static int picture_diff_load_dir(struct picture_proc *vp, const char *dir, char 
 			 "--diff", dir, strerror(-ret));
 		return ret;
 	}
+	vp->before = before;
 	if (!l.n) {
 		snprintf(err, errlen, "no trace (fltrace-data-trace-*.bin) in %s; give the output "
 			 "directory of a 'fltrace record' run to --diff", dir);
@@ -284,10 +284,4 @@ int picture_diff_init(struct picture_proc *vp, const struct picture_opts *o)
 {
 	*vp = (struct picture_proc){ .opts = o, .all = svg_flame_new() };
 	return vp->all ? 0 : -ENOMEM;
-}
-
-int picture_diff_load(struct picture_proc *vp, const char *dir, bool before, char *err, size_t errlen)
-{
-	vp->before = before;
-	return picture_diff_load_dir(vp, dir, err, errlen);
 }

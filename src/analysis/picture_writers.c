@@ -182,7 +182,9 @@ static void picture_index_images(const struct picture_proc *p, struct svg_index_
 	for (size_t i = 0; i < n && in->nimages < SVG_INDEX_MAX_IMAGES; i++) {
 		if (w[i].cmd != WR_VISUALIZE || !w[i].caption)
 			continue;
-		snprintf(files[in->nimages], 64, "fltrace-data-%s-%u.%s", w[i].stem, p->pid, w[i].ext);
+		char pid[16];
+		snprintf(pid, sizeof(pid), "%u", p->pid);
+		report_writer_file(&w[i], pid, files[in->nimages], 64);
 		in->images[in->nimages].caption = w[i].caption;
 		in->images[in->nimages].file = files[in->nimages];
 		in->nimages++;

@@ -85,6 +85,10 @@ const struct report_writer *report_writer_find(const char *name);
 /* The rows of one command for its --help, one a line: "  <name><summary>", the summary at column
  * 2 + width (a summary's own newlines continue there). */
 void report_writers_usage(FILE *out, enum writer_cmd cmd, int width);
+/* A row's file name: "fltrace-data-<stem>-<suffix>.<ext>" (suffix: a pid, "<pid>-<gen>", "all",
+ * "diff"...); returns buf. */
+const char *report_writer_file(const struct report_writer *w, const char *suffix, char *buf,
+			       size_t len);
 /* All writers, of every command (each command keeps the rows of its own `cmd`): n rows. */
 const struct report_writer *report_writers(size_t *n);
 

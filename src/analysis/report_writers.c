@@ -77,12 +77,19 @@ const struct report_writer *report_writers(size_t *n)
 	return writers;
 }
 
+const char *report_writer_file(const struct report_writer *w, const char *suffix, char *buf,
+			       size_t len)
+{
+	snprintf(buf, len, "fltrace-data-%s-%s.%s", w->stem, suffix, w->ext);
+	return buf;
+}
+
 /* What a row is called in its command's --help: the --format name, the picture's file name, the
  * sweep's file. */
 static void report_writer_usage_name(const struct report_writer *w, char *buf, size_t len)
 {
 	if (w->cmd == WR_VISUALIZE)
-		snprintf(buf, len, "fltrace-data-%s-<pid>.%s", w->stem, w->ext);
+		report_writer_file(w, "<pid>", buf, len);
 	else
 		snprintf(buf, len, "%s", w->cmd == WR_SWEEP ? w->file : w->name);
 }

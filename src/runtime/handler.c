@@ -34,8 +34,8 @@ static struct {
 } hd;
 
 static __thread bool tls_is_handler;
-/* The CPU the thread this handler last signalled ran on at its previous signal (-1: unknown):
- * where it most likely runs now that its page is in. */
+/* The CPU the thread of this handler's last fault ran on at its previous stack signal (-1:
+ * unknown, or that fault was served without the signal): where it most likely runs now. */
 static __thread int tls_peer_cpu = -1;
 
 bool handler_is_current_thread(void)
@@ -85,6 +85,7 @@ static void handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	uint64_t arrival = rt_now_ns();
+	tls_peer_cpu = -1; /* known again only if this fault's thread is signalled */
 	if (evict_has_probation()) {
 		handler_lock();
 		uint64_t t0 = rt_mono_ns();
