@@ -87,3 +87,28 @@ expect_stat() {
 	local v; v=$(stat_max "$2" "$3")
 	if [ "$v" "$4" "$5" ]; then pass "$1"; else fail "$1" "$3 is $v, expected $4 $5"; fi
 }
+
+# stacks_callsites DIR: the faults of test/progs/stacks.c in DIR's trace, as "COUNT OP FRAME FRAME
+# FRAME" rows (innermost first) joined by ";"; stacks_expected: what its exact run gives.
+stacks_callsites() {
+	"$FLTRACE" report -i "$1" > /dev/null 2>&1
+	python3 - "$1" <<'PY'
+import csv, glob, sys
+rows = []
+for f in glob.glob(sys.argv[1] + "/fltrace-data-report-*.out"):
+    for r in csv.DictReader(open(f)):
+        frames = [c.split("<<<")[0].split("/")[-1] for c in r["code"].split("<//>")]
+        if frames and frames[0].startswith("stacks.c:"):
+            rows.append("%s %s %s" % (r["count"], r["op"], " ".join(frames[:3])))
+print(";".join(sorted(rows)))
+PY
+}
+stacks_expected() {
+	local lw lr ct cr cm
+	lw=$(src_line stacks.c LEAF-W); lr=$(src_line stacks.c LEAF-R)
+	ct=$(src_line stacks.c CALL-TOUCH); cr=$(src_line stacks.c CALL-READ); cm=$(src_line stacks.c CALL-MIDDLE)
+	echo "100 write stacks.c:$lw stacks.c:$ct stacks.c:$cm;50 read stacks.c:$lr stacks.c:$cr stacks.c:$cm"
+}
+
+# src_line FILE TAG: the line of test/progs/FILE marked /* TAG */
+src_line() { grep -n "/\* $2 \*/" "$ROOT/test/progs/$1" | head -1 | cut -d: -f1; }

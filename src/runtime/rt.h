@@ -115,6 +115,7 @@ struct rt {
 	unsigned exec_gen;
 	int sig;              /* the signal that asks a thread for its stack */
 	_Atomic bool program_catches; /* the program installed a signal handler (sigaction, signal) */
+	_Atomic bool ptraced; /* a debugger is attached: no stack signal (stats.c) */
 	struct rt_stats stats;
 	uint64_t start_realtime_ns, start_mono_ns;
 };

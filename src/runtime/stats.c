@@ -26,11 +26,31 @@ static struct {
 	_Atomic int running;
 } st = { .fd = -1 };
 
-/* VmHWM / VmRSS from /proc/self/status, in bytes. */
-static void stats_read_status(uint64_t *hwm, uint64_t *rss)
+/* What the stats line and the handlers need from /proc/self/status (the thread group leader's). */
+struct proc_status {
+	uint64_t hwm, rss; /* VmHWM, VmRSS, in bytes */
+	uint64_t tracer;   /* TracerPid: a debugger (gdb, strace) is attached */
+};
+
+/* The number after `key` in buf, 0 if there is none. */
+static uint64_t status_field(const char *buf, const char *key)
+{
+	const char *p = strstr(buf, key);
+	if (!p)
+		return 0;
+	p += strlen(key);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	uint64_t v = 0;
+	while (*p >= '0' && *p <= '9')
+		v = v * 10 + (uint64_t)(*p++ - '0');
+	return v;
+}
+
+static void stats_read_status(struct proc_status *ps)
 {
 	char buf[4096];
-	*hwm = *rss = 0;
+	*ps = (struct proc_status){ 0 };
 	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
@@ -39,20 +59,13 @@ static void stats_read_status(uint64_t *hwm, uint64_t *rss)
 	if (n <= 0)
 		return;
 	buf[n] = '\0';
-	const char *keys[2] = { "VmHWM:", "VmRSS:" };
-	uint64_t *out[2] = { hwm, rss };
-	for (int k = 0; k < 2; k++) {
-		const char *p = strstr(buf, keys[k]);
-		if (!p)
-			continue;
-		p += strlen(keys[k]);
-		while (*p == ' ' || *p == '\t')
-			p++;
-		uint64_t v = 0;
-		while (*p >= '0' && *p <= '9')
-			v = v * 10 + (uint64_t)(*p++ - '0');
-		*out[k] = v * 1024;
-	}
+	ps->hwm = status_field(buf, "VmHWM:") * 1024;
+	ps->rss = status_field(buf, "VmRSS:") * 1024;
+	ps->tracer = status_field(buf, "TracerPid:");
+	/* A debugger stops the program at every signal it is sent, ours too (gdb --batch ends the
+	 * run there): while one is attached, stacks are unwound by the handlers instead. Noticed at
+	 * start and once a second (an attach in between sees at most a second of them). */
+	atomic_store(&rt.ptraced, ps->tracer != 0);
 }
 
 static void kv(struct fmt *f, const char *name, uint64_t v)
@@ -90,8 +103,10 @@ void stats_write_line(void)
 	struct rt_stats *s = &rt.stats;
 	char buf[4096];
 	struct fmt f;
-	uint64_t hwm, rss, ps = rt.page_size;
-	stats_read_status(&hwm, &rss);
+	uint64_t ps = rt.page_size;
+	struct proc_status status;
+	stats_read_status(&status);
+	uint64_t hwm = status.hwm, rss = status.rss;
 	const struct pagestate_counts *pc = &pagestate_counts;
 	uint64_t resident = atomic_load(&pc->resident) * ps;
 	fmt_init(&f, buf, sizeof(buf));
@@ -157,6 +172,7 @@ void stats_write_line(void)
 	kv(&f, "localmem", rt.cfg.localmem);
 	kv(&f, "maxmem", rt.cfg.maxmem);
 	kv(&f, "exec_gen", rt.exec_gen);
+	kv(&f, "tracer_pid", status.tracer);
 	kv(&f, "far_puts", atomic_load(&s->far_puts));
 	kv(&f, "far_gets", atomic_load(&s->far_gets));
 	kv(&f, "far_latency_ns", rt.cfg.far_latency_ns);
@@ -184,6 +200,8 @@ static void *stats_main(void *arg)
 	struct rt_thread *self = threads_get(rt_gettid());
 	if (self)
 		atomic_store(&self->busy, 1);
+	struct proc_status status;
+	stats_read_status(&status); /* a debugger there from the start: before the program runs on */
 	atomic_store(&st.running, 1);
 	while (!atomic_load(&st.stop)) {
 		for (int i = 0; i < 10 && !atomic_load(&st.stop); i++) {

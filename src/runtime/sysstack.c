@@ -424,8 +424,8 @@ static bool sysstack_thread_init(void)
 	return true;
 }
 
-/* The program's stack at a system call: the call's pc first, then its callers, fltrace's own
- * frames (an interposed wrapper) left out. Handler threads only; the thread must stay asleep. */
+/* The program's stack at a system call (nr >= 0) or a user-mode fault (nr -1): the pc first, then
+ * its callers. Handler threads only; the thread must stay asleep. */
 unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh)
 {
 	*fresh = true;
@@ -446,9 +446,11 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
 		f = cache_slot(tid, nr, pc, sp);
 		unwind_with_frame_pointer_guess(r, f, want);
 	}
+	/* In a system call, our frames are an interposed wrapper's; at a fault in user mode they are
+	 * the program's malloc (our jemalloc), kept as the stack signal's handler keeps them. */
 	unsigned d = 0;
 	for (unsigned i = 0; i < f->n && d < max; i++)
-		if (!prefault_is_own_frame(f->ip[i]))
+		if (nr < 0 || !prefault_is_own_frame(f->ip[i]))
 			ips[d++] = f->ip[i];
 	if (f->n == want)
 		atomic_fetch_add(&rt.stats.stacks_cut, 1);

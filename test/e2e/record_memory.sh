@@ -64,9 +64,6 @@ PY
 done
 
 # --- exact fault counts and callsites, at -O0 and -O2, with and without frame pointers ---
-line_of() { grep -n "/\* $1 \*/" "$ROOT/test/progs/stacks.c" | head -1 | cut -d: -f1; }
-LW=$(line_of 'LEAF-W'); LR=$(line_of 'LEAF-R')
-CT=$(line_of 'CALL-TOUCH'); CR=$(line_of 'CALL-READ'); CM=$(line_of 'CALL-MIDDLE')
 # "blocked": the program blocks every signal behind libc's back, so the stack signal never comes:
 # the handler unwinds the sleeping thread's stack itself, from the faulting instruction.
 # "nosizes": a learning run, without -L and -M: the same exact counts.
@@ -77,19 +74,8 @@ for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked O2-nosizes; do
 	[ "$v" = O2-nosizes ] && sizes= prog=O2
 	timeout "$HANG" "$FLTRACE" record $sizes -o "$dir" -- "$PROGS/stacks-$prog" \
 		$([ "${v%-blocked}" != "$v" ] && echo blocked) > /dev/null 2>&1
-	"$FLTRACE" report -i "$dir" > /dev/null 2>&1
-	got=$(python3 - "$dir" <<'PY'
-import csv, glob, sys
-rows = []
-for f in glob.glob(sys.argv[1] + "/fltrace-data-report-*.out"):
-    for r in csv.DictReader(open(f)):
-        frames = [c.split("<<<")[0].split("/")[-1] for c in r["code"].split("<//>")]
-        if frames and frames[0].startswith("stacks.c:"):
-            rows.append("%s %s %s" % (r["count"], r["op"], " ".join(frames[:3])))
-print(";".join(sorted(rows)))
-PY
-)
-	want="100 write stacks.c:$LW stacks.c:$CT stacks.c:$CM;50 read stacks.c:$LR stacks.c:$CR stacks.c:$CM"
+	got=$(stacks_callsites "$dir")
+	want=$(stacks_expected)
 	expect_eq "stacks_exact_$v" "faults by callsite" "$want" "$got"
 	expect_stat "stacks_all_taken_$v" "$dir" faults_nostack -eq 0
 done

@@ -7,7 +7,6 @@ if ! have_uffd; then
 	exit 0
 fi
 
-line_of() { grep -n "/\* $2 \*/" "$ROOT/test/progs/$1" | head -1 | cut -d: -f1; }
 
 # rows DIR: "count op depth leaf-file:line" per report row, biggest first
 rows() {
@@ -29,11 +28,11 @@ PY
 dir=$TMP/deep; mkdir -p "$dir"
 out=$(timeout "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/deepstacks" 2>/dev/null)
 expect_eq deep_output "program output" "deepstacks: 113056 caught 1" "$out"
-leaf=$(line_of deepstacks.cpp DEEP-LEAF)
+leaf=$(src_line deepstacks.cpp DEEP-LEAF)
 expect_eq deep_16_threads "row of the recursion's leaf" "1024 write 64 deepstacks.cpp:$leaf 0" \
 	"$(rows "$dir" | head -1)"
 expect_stat deep_stacks_cut_counted "$dir" stacks_cut -ge 1024
-dtor=$(line_of deepstacks.cpp DTOR-TOUCH)
+dtor=$(src_line deepstacks.cpp DTOR-TOUCH)
 n=$(rows "$dir" | awk -v l="deepstacks.cpp:$dtor" '$4 == l { n += $1 } END { print n + 0 }')
 expect_eq exception_unwinding_faults "faults in destructors run by a C++ exception" 32 "$n"
 
@@ -45,7 +44,7 @@ if [ "$d" -gt 100 ] && [ "$d" -le 128 ]; then pass depth_128; else fail depth_12
 dir=$TMP/dl; mkdir -p "$dir"
 timeout "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/dlopener" "$PROGS/plugin.so" > /dev/null 2>&1
 expect_eq dlclosed_plugin_resolves "row of the plugin's leaf" "40 write" \
-	"$(rows "$dir" | awk -v l="plugin.c:$(line_of plugin.c PLUGIN-LEAF)" '$4 == l { print $1, $2 }')"
+	"$(rows "$dir" | awk -v l="plugin.c:$(src_line plugin.c PLUGIN-LEAF)" '$4 == l { print $1, $2 }')"
 
 # Faults inside system calls libc makes on the program's behalf (stdio's read straight into the
 # caller's buffer, stat, a futex wait): the program's whole stack at the call, unwound while the thread sleeps in
@@ -69,9 +68,9 @@ for v in O0-fp O2; do
 	expect_eq "libc_syscall_output_$v" "output at -L 4" "$want" "$got"
 	rows=$(syscall_rows "$dir" | sort)
 	expect_eq "libc_syscall_stacks_$v" "faults in futex(2), in read(2) under fread, in stat(2)" \
-		"16 futex libcalls.c:$(line_of libcalls.c LIBCALL-FUTEX) libcalls.c:$(line_of libcalls.c MAIN-FUTEX)
-2048 read libcalls.c:$(line_of libcalls.c LIBCALL-FREAD) libcalls.c:$(line_of libcalls.c MAIN-FREAD)
-64 newfstatat libcalls.c:$(line_of libcalls.c LIBCALL-STAT) libcalls.c:$(line_of libcalls.c MAIN-STAT)" "$rows"
+		"16 futex libcalls.c:$(src_line libcalls.c LIBCALL-FUTEX) libcalls.c:$(src_line libcalls.c MAIN-FUTEX)
+2048 read libcalls.c:$(src_line libcalls.c LIBCALL-FREAD) libcalls.c:$(src_line libcalls.c MAIN-FREAD)
+64 newfstatat libcalls.c:$(src_line libcalls.c LIBCALL-STAT) libcalls.c:$(src_line libcalls.c MAIN-STAT)" "$rows"
 done
 
 # A signal of the program's own every 200 us, while every iteration takes a first touch: the signal
@@ -81,5 +80,5 @@ done
 dir=$TMP/sigstorm; mkdir -p "$dir"
 timeout "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/sigalarm" 20000 > /dev/null 2>&1
 expect_eq signal_storm_stacks "faults at the touching line, with their stack" 20000 \
-	"$(rows "$dir" | awk -v l="sigalarm.c:$(line_of sigalarm.c SIGALARM-TOUCH)" '$4 == l && $3 > 1 { n += $1 } END { print n + 0 }')"
+	"$(rows "$dir" | awk -v l="sigalarm.c:$(src_line sigalarm.c SIGALARM-TOUCH)" '$4 == l && $3 > 1 { n += $1 } END { print n + 0 }')"
 expect_stat signal_storm_none_without "$dir" faults_nostack -eq 0
