@@ -184,6 +184,10 @@ class CPython:
             return [t for t in out.split() if t.startswith("test_")]
         return PY_DEFAULT if spec in ("", "default") else spec.split()
 
+    def has(self, unit):
+        return os.path.exists(os.path.join(PY_TESTDIR, unit + ".py")) or \
+            os.path.isdir(os.path.join(PY_TESTDIR, unit))
+
     def argv(self, unit, outdir, limit):
         return [PYTHON, "-m", "test", "-v", "--timeout", str(max(10, int(limit) - 15)),
                 "--junit-xml", os.path.join(outdir, "junit.xml")] + \
@@ -248,6 +252,9 @@ class GLib:
         if spec in ("", "default"):
             return [u for u in all_units if u not in GLIB_EXCLUDE_DEFAULT]
         return spec.split()
+
+    def has(self, unit):
+        return os.path.exists(os.path.join(GLIB_TESTDIR, unit + ".test"))
 
     def argv(self, unit, outdir, limit):
         return self.exec_of(unit)
@@ -397,6 +404,15 @@ def selected_units(args):
     return picked
 
 
+def check_units_exist(units):
+    """A name with no test behind it is the user's typo (or a suite not installed): say so at once."""
+    for suite, unit in units:
+        if not suite.has(unit):
+            where = PY_TESTDIR if suite.name == "cpython" else GLIB_TESTDIR
+            sys.exit(f"check-real: {suite.name}:{unit}: no such test in {where}; "
+                     f"check the name, or install the suite with test/real/deps.sh")
+
+
 def main():
     # The units get SIGINT's default action even if the runner was started with it ignored (as a
     # shell's background job is): CPython's tests of KeyboardInterrupt depend on it.
@@ -405,6 +421,7 @@ def main():
     if not os.access(runner.fltrace, os.X_OK):
         sys.exit(f"check-real: {runner.fltrace}: not built; run make first")
     units = selected_units(sys.argv[1:])
+    check_units_exist(units)
     print(f"check-real: {len(units)} units; record {' '.join(runner.record)}; work dir {runner.work}",
           flush=True)
     same_total = 0
