@@ -42,6 +42,7 @@ static const struct setting settings[] = {
 	{ FLTRACE_ENV_ALLOCS, K_BOOL, OFF(allocs), false, 1, 0, 1, NULL },
 	{ FLTRACE_ENV_ALLOC_SAMPLE, K_U64, OFF(alloc_sample), false, FLTRACE_DEFAULT_ALLOC_SAMPLE, 0,
 	  UINT64_MAX, NULL },
+	{ FLTRACE_ENV_TEST_MOVE_MISREPORT, K_U64, OFF(test_move_misreport), false, 0, 0, UINT64_MAX, NULL },
 };
 
 static int refuse(struct rtconfig_error *err, const struct setting *s, const char *v, const char *why,

@@ -53,6 +53,7 @@ struct rt_config {
 	bool files_all;      /* --files=all: the loader's code and read-only data are traced too */
 	bool allocs;         /* allocation sites are recorded (FLTRACE_ALLOCS, default on) */
 	uint64_t alloc_sample; /* mean bytes between sampled small allocations, 0 = none */
+	uint64_t test_move_misreport; /* tests: every Nth page moved reported unmoved (uffd.c) */
 };
 
 /* ---- stats (stats.c) ---- */
@@ -87,6 +88,7 @@ struct rt_stats {
 	_Atomic uint64_t faults_nostack_why[NOSTACK_NR]; /* faults_nostack by reason */
 	_Atomic uint64_t faults_reraised; /* a message whose thread was never seen asleep: woken to fault again */
 	_Atomic uint64_t evict_ops, evict_pages, evict_fallback, evict_failed;
+	_Atomic uint64_t evict_move_misreported; /* moves the kernel called failed that happened */
 	_Atomic uint64_t evict_file_dropped, evict_file_moved; /* clean file pages dropped, written ones moved */
 	_Atomic uint64_t faults_soft; /* resident, probation and far counts: pagestate.h */
 	_Atomic uint64_t untracked_map_bytes, untracked_maps;

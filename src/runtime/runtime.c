@@ -149,6 +149,7 @@ static void config_parse(struct rt_config *c)
 	c->files_all = rc.files_all;
 	c->allocs = rc.allocs;
 	c->alloc_sample = rc.alloc_sample;
+	c->test_move_misreport = rc.test_move_misreport;
 }
 
 /* ---- start-up ---- */

@@ -122,6 +122,10 @@ bool fault_serve_soft(uintptr_t addr, int fd)
 		handler_check_stuck(addr, pg, STUCK_FAILING);
 		return true;
 	}
+	/* UFFDIO_COPY wakes the range only when it copied: a page found in place (EEXIST) leaves
+	 * the thread asleep unless woken here. */
+	if (err == -EEXIST)
+		uffd_wake(fd, addr, rt.page_size);
 	farmem_free(slot);
 	pagestate_set(addr, pg, PAGE_PRESENT, 0, PS_SOFT);
 	atomic_fetch_add(&rt.stats.faults_soft, 1);

@@ -134,6 +134,7 @@ void stats_write_line(void)
 	kv(&f, "evict_pages_done", atomic_load(&s->evict_pages));
 	kv(&f, "evict_fallback", atomic_load(&s->evict_fallback));
 	kv(&f, "evict_failed", atomic_load(&s->evict_failed));
+	kv(&f, "evict_move_misreported", atomic_load(&s->evict_move_misreported));
 	kv(&f, "evict_file_dropped", atomic_load(&s->evict_file_dropped));
 	kv(&f, "evict_file_moved", atomic_load(&s->evict_file_moved));
 	kv(&f, "memory_used", resident);

@@ -136,12 +136,23 @@ int uffd_wake(int fd, uintptr_t start, size_t len)
 	return uffd_ioctl(fd, UFFDIO_WAKE, &r) < 0 ? -errno : 0;
 }
 
+/* FLTRACE_TEST_MOVE_MISREPORT: the last page of every Nth move is moved but reported as not, the
+ * way Linux 6.18 answered EEXIST for a page it had moved (a run: one page fewer than it moved). */
+static long uffd_move_misreport(long moved)
+{
+	static uint64_t moves;
+	uint64_t every = rt.cfg.test_move_misreport;
+	if (!every || moved < (long)rt.page_size || ++moves % every)
+		return moved;
+	return moved == (long)rt.page_size ? -EEXIST : moved - (long)rt.page_size;
+}
+
 long uffd_move(int fd, uintptr_t dst, uintptr_t src, size_t len)
 {
 	struct uffdio_move m = { .dst = dst, .src = src, .len = len, .mode = 0 };
 	if (uffd_ioctl(fd, UFFDIO_MOVE, &m) == 0)
-		return (long)m.move;
+		return uffd_move_misreport((long)m.move);
 	if (m.move > 0)
-		return (long)m.move; /* partial: the caller deals with the rest page by page */
+		return uffd_move_misreport((long)m.move); /* partial: the caller deals with the rest page by page */
 	return -errno;
 }

@@ -24,6 +24,20 @@ expect_stat thrash_no_failed_eviction "$TMP/thrash_clock_same_output" evict_fail
 same_output thrash_sfifo_same_output "-L 16 -M 256 --policy sfifo" "$PROGS/thrash" 2688 8 "$TMP/input"
 expect_stat thrash_sfifo_no_illegal_page_change "$TMP/thrash_sfifo_same_output" page_state_illegal -eq 0
 
+# Issue 13 point 4's cause: Linux 6.18 now and then answers UFFDIO_MOVE with EEXIST for a page it has
+# moved (xz -3 -T1 of 100 MB at -L 16: once in about 3 million moves, after 2-10 million faults).
+# Believed, the page stayed "present" for fltrace while the kernel had it unmapped, and its next
+# fault never ended (the watchdog's stop). FLTRACE_TEST_MOVE_MISREPORT answers every 97th move so:
+# the untraced output all the same, each such move counted, no fault stuck (both failed before).
+export FLTRACE_TEST_MOVE_MISREPORT=97
+for pol in clock fifo; do
+	name=thrash_misreported_move_$pol
+	same_output "$name" "-L 16 -M 256 --policy $pol" "$PROGS/thrash" 2688 8 "$TMP/input"
+	expect_stat "${name}_counted" "$TMP/$name" evict_move_misreported -gt 100
+	expect_stat "${name}_none_stuck" "$TMP/$name" faults_stuck -eq 0
+done
+unset FLTRACE_TEST_MOVE_MISREPORT
+
 # A fault that never ends (here: memory emptied by a raw madvise, behind fltrace's back) stops the
 # program with the page's state and its last changes, and the stats count it.
 err=$(timeout "$HANG" "$FLTRACE" record -L 8 -M 64 -o "$TMP/stuck" -- "$PROGS/memops" rawzap 2>&1 >/dev/null)
