@@ -20,6 +20,7 @@
 #include "region.h"
 #include "filemap.h"
 #include "loader.h"
+#include "threads.h"
 
 #define LOADER_OBJ_MAX 2048
 #define LOADER_CAND_MAX 4096
@@ -183,7 +184,7 @@ static void excluded_names_init(void)
 	bool changed = true;
 	while (changed) {
 		changed = false;
-		dl_iterate_phdr(needed_collect, &changed);
+		threads_dl_iterate_phdr(needed_collect, &changed);
 	}
 }
 
@@ -468,7 +469,7 @@ void loader_take_over(bool permanent)
 		goto out;
 	excluded_names_init();
 	lm.ncand = lm.nobj = 0;
-	dl_iterate_phdr(candidates_collect, NULL);
+	threads_dl_iterate_phdr(candidates_collect, NULL);
 	size_t len = smaps_read();
 	uint64_t untracked = 0, untracked_maps = 0;
 	struct vma v = { 0 };

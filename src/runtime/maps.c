@@ -12,6 +12,7 @@
 #include "sysstack.h"
 #include "trace.h"
 #include "loader.h"
+#include "threads.h"
 #include "maps.h"
 
 #define MAPS_MAX (8u << 20)
@@ -167,7 +168,7 @@ void maps_snapshot(void)
 		}
 		maps_record(text, len);
 		maps_append_new_lines(text, len);
-		dl_iterate_phdr(object_record, NULL);
+		threads_dl_iterate_phdr(object_record, NULL);
 		sysstack_objects_refresh();
 	}
 	atomic_store(&mh.lock, 0);

@@ -13,6 +13,7 @@
 #include "region.h"
 #include "prefault.h"
 #include "sysstack.h"
+#include "threads.h"
 
 /* Exported by libunwind (libunwind-ptrace uses it) but declared only in its private headers. */
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t *di,
@@ -125,7 +126,7 @@ void sysstack_objects_refresh(void)
 	struct object_table *t = atomic_load(&objs.live) == objs.tables[0] ? objs.tables[1] : objs.tables[0];
 	t->n = 0;
 	objs.building = t;
-	dl_iterate_phdr(object_table_add, NULL);
+	threads_dl_iterate_phdr(object_table_add, NULL);
 	object_table_sort(t);
 	rt_lock();
 	atomic_store(&objs.live, t);

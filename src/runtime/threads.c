@@ -66,3 +66,18 @@ void threads_forget_all(void)
 		atomic_store(&table[i].tid, 0);
 	}
 }
+
+/* The walk holds the loader's lock while it reads link maps that dlopen put on the tracked heap. A
+ * fault there is served without the stack signal (the thread is busy, as in our signal handler):
+ * signalled, it would wait in libunwind for its lock, held by another thread that took a stack
+ * signal and waits in its unwind for the loader's lock. Seen: python3, 4 threads importing
+ * modules at -L 2 under load, dlopen's wrapper against a signal taken in clock_gettime. */
+int threads_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+	struct rt_thread *t = threads_get(rt_gettid());
+	int was_busy = t ? atomic_exchange(&t->busy, 1) : 0;
+	int r = dl_iterate_phdr(cb, data);
+	if (t)
+		atomic_store(&t->busy, was_busy);
+	return r;
+}

@@ -3,13 +3,16 @@
 #ifndef FLTRACE_RT_THREADS_H
 #define FLTRACE_RT_THREADS_H
 
+#include <link.h>
+
 #include "rt.h"
 
 enum req_state { REQ_IDLE = 0, REQ_PENDING, REQ_TAKEN, REQ_CANCELLED };
 struct rt_thread {
 	_Atomic int tid;   /* key; 0 = free */
 	_Atomic int state; /* enum req_state */
-	_Atomic int busy;  /* inside our signal handler: its faults are served without a signal */
+	_Atomic int busy;  /* inside our signal handler, or our code under the loader's lock (see
+			    * threads_dl_iterate_phdr): its faults are served without a signal */
 	int procfd;        /* /proc/self/task/<tid>/syscall, opened by the handler */
 	uint64_t addr, arrival_ns, posted_mono_ns;
 	int uffd;          /* the userfaultfd the fault came from (rt.uffd or rt.loader_uffd) */
@@ -30,5 +33,7 @@ int threads_init(void);
 struct rt_thread *threads_get(int tid);  /* find or create (handler side) */
 struct rt_thread *threads_find(int tid); /* find only */
 void threads_forget_all(void);           /* fork child */
+/* dl_iterate_phdr for fltrace's code on a program thread (dlopen's wrapper, maps snapshots). */
+int threads_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
 
 #endif
