@@ -74,7 +74,8 @@ void threads_forget_all(void)
  * modules at -L 2 under load, dlopen's wrapper against a signal taken in clock_gettime. */
 int threads_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
 {
-	struct rt_thread *t = threads_get(rt_gettid());
+	/* No table yet (a run stopped at start-up): no handler either, so no signal to keep away. */
+	struct rt_thread *t = table ? threads_get(rt_gettid()) : NULL;
 	int was_busy = t ? atomic_exchange(&t->busy, 1) : 0;
 	int r = dl_iterate_phdr(cb, data);
 	if (t)
