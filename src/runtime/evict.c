@@ -115,7 +115,7 @@ static int move_readonly_page(uintptr_t page, uint32_t slot)
 
 /* A move the kernel reported as failed that happened all the same: the page has left its place
  * and its slot holds one. Linux 6.18 answered UFFDIO_MOVE with EEXIST for pages it had moved (xz
- * -3 at -L 16: about once in 3 million moves); believed, the page was taken for resident while the
+ * -3 at -L 16: twice in 38 million moves); believed, the page was taken for resident while the
  * kernel had it unmapped, and its next fault never ended. Nothing else maps either page meanwhile:
  * rt.lock is held, and a fault on the page waits for it. */
 static bool move_landed(uintptr_t page, uint32_t slot)
