@@ -63,12 +63,6 @@ void evict_requeue(uintptr_t page, uint32_t *pg)
 	ev.policy->page_in(page, pg);
 }
 
-static bool page_is_present(uintptr_t page)
-{
-	unsigned char vec = 0;
-	return syscall(SYS_mincore, page, rt.page_size, &vec) == 0 && (vec & 1);
-}
-
 /* The page's data now sits in `slot`: evicted for good (far), or on probation (inactive, which
  * still counts as local memory). The caller hands evicted slots to the backend (far_pages_out). */
 static void page_moved_out(uintptr_t page, uint32_t slot, bool probation)
@@ -99,7 +93,7 @@ static unsigned evict_drop_clean(uintptr_t first, unsigned n)
 /* A read-only page cannot change under us (mprotect takes rt.lock): copy it out, then drop it. */
 static int move_readonly_page(uintptr_t page, uint32_t slot)
 {
-	if (!page_is_present(page))
+	if (!uffd_page_mapped(page))
 		return -ENOENT;
 	/* The far store is registered with SIGBUS: a plain store into a fresh (missing) slot would
 	 * kill the program, so the copy goes in with UFFDIO_COPY. */
@@ -113,32 +107,17 @@ static int move_readonly_page(uintptr_t page, uint32_t slot)
 	return 0;
 }
 
-/* A move the kernel reported as failed that happened all the same: the page has left its place
- * and its slot holds one. Linux 6.18 answered UFFDIO_MOVE with EEXIST for pages it had moved (xz
- * -3 at -L 16: twice in 38 million moves); believed, the page was taken for resident while the
- * kernel had it unmapped, and its next fault never ended. Nothing else maps either page meanwhile:
- * rt.lock is held, and a fault on the page waits for it. */
-static bool move_landed(uintptr_t page, uint32_t slot)
-{
-	if (page_is_present(page) || !page_is_present((uintptr_t)farmem_addr(slot)))
-		return false;
-	atomic_fetch_add(&rt.stats.evict_move_misreported, 1);
-	return true;
-}
-
 /* One writable page: UFFDIO_MOVE is atomic against the program's writes. A page shared with a
  * fork child (EBUSY) is made exclusive by an atomic no-op write (copy-on-write), then moved. */
 static int move_writable_page(uintptr_t page, uint32_t slot)
 {
 	long moved = uffd_move(rt.far_uffd, (uintptr_t)farmem_addr(slot), page, rt.page_size);
-	if (moved == -EBUSY && page_is_present(page)) {
+	if (moved == -EBUSY && uffd_page_mapped(page)) {
 		__atomic_fetch_add((uint64_t *)page, 0, __ATOMIC_SEQ_CST);
 		moved = uffd_move(rt.far_uffd, (uintptr_t)farmem_addr(slot), page, rt.page_size);
 		atomic_fetch_add(&rt.stats.evict_fallback, 1);
 	}
-	if (moved == (long)rt.page_size || move_landed(page, slot))
-		return 0;
-	return moved < 0 ? (int)moved : -EIO;
+	return moved == (long)rt.page_size ? 0 : (moved < 0 ? (int)moved : -EIO);
 }
 
 static unsigned move_out_pagewise(const uintptr_t *pages, unsigned n, bool probation)
@@ -202,8 +181,6 @@ unsigned evict_out(uintptr_t *v, unsigned n, bool probation)
 			long moved = uffd_move(rt.far_uffd, (uintptr_t)farmem_addr(first), v[i],
 					       (size_t)(j - i) << rt.page_shift);
 			unsigned k = moved > 0 ? (unsigned)((unsigned long)moved >> rt.page_shift) : 0;
-			if (k < j - i && move_landed(v[i + k], first + k))
-				k++; /* the page the move stopped at went all the same */
 			for (unsigned m = 0; m < k; m++)
 				page_moved_out(v[i + m], first + m, probation);
 			if (!probation)

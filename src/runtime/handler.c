@@ -116,7 +116,8 @@ static void handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	if (state_err < 0)
 		s.nr = -2;
 	/* A debugger would stop the program at our signal: its stack is unwound from here instead. */
-	bool signal = record && !busy && s.nr == -1 && !atomic_load_explicit(&rt.ptraced, memory_order_relaxed);
+	bool signal = record && !busy && s.nr == -1 &&
+		      !atomic_load_explicit(&rt.ptraced, memory_order_relaxed);
 	/* A thread that blocked the signal at its last fault is asked first, rather than waited
 	 * for 2 ms at each fault. */
 	if (signal && t->blocks_signal) {

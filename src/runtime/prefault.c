@@ -58,11 +58,9 @@ uint32_t prefault_caller_stack(void)
 {
 	void *buf[FLTRACE_MAX_STACK_DEPTH + 8];
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
-	struct rt_thread *t = threads_get(rt_gettid());
-	int was_busy = t ? atomic_exchange(&t->busy, 1) : 0;
+	struct own_code c = threads_own_code_begin();
 	int n = unw_backtrace(buf, (int)rt.cfg.stack_depth + 8);
-	if (t)
-		atomic_store(&t->busy, was_busy);
+	threads_own_code_end(c);
 	unsigned d = 0;
 	for (int i = 0; i < n && d < rt.cfg.stack_depth; i++)
 		if (d || !prefault_is_own_frame((uint64_t)buf[i]))

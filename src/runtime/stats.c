@@ -62,9 +62,13 @@ static void stats_read_status(struct proc_status *ps)
 	ps->hwm = status_field(buf, "VmHWM:") * 1024;
 	ps->rss = status_field(buf, "VmRSS:") * 1024;
 	ps->tracer = status_field(buf, "TracerPid:");
-	/* A debugger stops the program at every signal it is sent, ours too (gdb --batch ends the
-	 * run there): while one is attached, stacks are unwound by the handlers instead. Noticed at
-	 * start and once a second (an attach in between sees at most a second of them). */
+}
+
+/* A debugger stops the program at every signal it is sent, ours too (gdb --batch ends the run
+ * there): while one is attached, stacks are unwound by the handlers instead. Noticed at start and
+ * with each stats line (an attach in between sees at most a second of them). */
+static void stats_note_debugger(const struct proc_status *ps)
+{
 	atomic_store(&rt.ptraced, ps->tracer != 0);
 }
 
@@ -106,6 +110,7 @@ void stats_write_line(void)
 	uint64_t ps = rt.page_size;
 	struct proc_status status;
 	stats_read_status(&status);
+	stats_note_debugger(&status);
 	uint64_t hwm = status.hwm, rss = status.rss;
 	const struct pagestate_counts *pc = &pagestate_counts;
 	uint64_t resident = atomic_load(&pc->resident) * ps;
@@ -202,7 +207,8 @@ static void *stats_main(void *arg)
 	if (self)
 		atomic_store(&self->busy, 1);
 	struct proc_status status;
-	stats_read_status(&status); /* a debugger there from the start: before the program runs on */
+	stats_read_status(&status);
+	stats_note_debugger(&status); /* one there from the start: before the program runs on */
 	atomic_store(&st.running, 1);
 	while (!atomic_load(&st.stop)) {
 		for (int i = 0; i < 10 && !atomic_load(&st.stop); i++) {

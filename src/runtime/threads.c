@@ -67,6 +67,19 @@ void threads_forget_all(void)
 	}
 }
 
+struct own_code threads_own_code_begin(void)
+{
+	/* No table yet (a run stopped at start-up): no handler either, so no signal to keep away. */
+	struct rt_thread *t = table ? threads_get(rt_gettid()) : NULL;
+	return (struct own_code){ .t = t, .was_busy = t ? atomic_exchange(&t->busy, 1) : 0 };
+}
+
+void threads_own_code_end(struct own_code c)
+{
+	if (c.t)
+		atomic_store(&c.t->busy, c.was_busy);
+}
+
 /* The walk holds the loader's lock while it reads link maps that dlopen put on the tracked heap. A
  * fault there is served without the stack signal (the thread is busy, as in our signal handler):
  * signalled, it would wait in libunwind for its lock, held by another thread that took a stack
@@ -74,11 +87,8 @@ void threads_forget_all(void)
  * modules at -L 2 under load, dlopen's wrapper against a signal taken in clock_gettime. */
 int threads_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
 {
-	/* No table yet (a run stopped at start-up): no handler either, so no signal to keep away. */
-	struct rt_thread *t = table ? threads_get(rt_gettid()) : NULL;
-	int was_busy = t ? atomic_exchange(&t->busy, 1) : 0;
+	struct own_code c = threads_own_code_begin();
 	int r = dl_iterate_phdr(cb, data);
-	if (t)
-		atomic_store(&t->busy, was_busy);
+	threads_own_code_end(c);
 	return r;
 }

@@ -33,6 +33,14 @@ int threads_init(void);
 struct rt_thread *threads_get(int tid);  /* find or create (handler side) */
 struct rt_thread *threads_find(int tid); /* find only */
 void threads_forget_all(void);           /* fork child */
+/* fltrace's code on a program thread that takes the loader's or libunwind's lock: its faults are
+ * served without the stack signal until threads_own_code_end (faults_self). */
+struct own_code {
+	struct rt_thread *t;
+	int was_busy;
+};
+struct own_code threads_own_code_begin(void);
+void threads_own_code_end(struct own_code c);
 /* dl_iterate_phdr for fltrace's code on a program thread (dlopen's wrapper, maps snapshots). */
 int threads_dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
 

@@ -14,7 +14,9 @@ int uffd_register(int fd, uintptr_t start, size_t len);
 int uffd_unregister(int fd, uintptr_t start, size_t len);
 int uffd_copy(int fd, uintptr_t dst, const void *src, size_t len, bool wake);
 int uffd_wake(int fd, uintptr_t start, size_t len);
-/* Moves pages out atomically (no write can be lost); returns bytes moved or -errno. */
+/* Moves pages out atomically (no write can be lost); returns bytes moved or -errno. Callers hold
+ * rt.lock (nothing else maps either range meanwhile). */
 long uffd_move(int fd, uintptr_t dst, uintptr_t src, size_t len);
+bool uffd_page_mapped(uintptr_t page); /* the kernel has the page mapped (mincore) */
 
 #endif

@@ -25,7 +25,7 @@ same_output thrash_sfifo_same_output "-L 16 -M 256 --policy sfifo" "$PROGS/thras
 expect_stat thrash_sfifo_no_illegal_page_change "$TMP/thrash_sfifo_same_output" page_state_illegal -eq 0
 
 # Issue 13 point 4's cause: Linux 6.18 now and then answers UFFDIO_MOVE with EEXIST for a page it has
-# moved (xz -3 -T1 of 100 MB at -L 16: once in about 3 million moves, after 2-10 million faults).
+# moved (xz -3 -T1 of 100 MB at -L 16: twice in 38 million moves; runs met the first after 2-10 M faults).
 # Believed, the page stayed "present" for fltrace while the kernel had it unmapped, and its next
 # fault never ended (the watchdog's stop). FLTRACE_TEST_MOVE_MISREPORT answers every 97th move so:
 # the untraced output all the same, each such move counted, no fault stuck (both failed before).
