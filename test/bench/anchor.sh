@@ -120,7 +120,7 @@ run_tool() {
 	(cd "$dir" && env "${ENVS[@]}" "$RUNSTAT" "$TMP/rs" timeout -k 5 "$TIMEOUT" "${pre[@]}" "${CMD[@]}" \
 		> "$dir/stdout" 2> "$dir/stderr" < /dev/null)
 	local t=0 rss=0 code=999 handled=0 recorded=0 status=ok
-	read -r t rss code < "$TMP/rs"
+	read -r t rss code _ < "$TMP/rs"
 	[ "$code" = 0 ] || status=exit$code
 	case $tool in
 	earlier) # its stats lines carry faults:N; every trace line after the header is one fault

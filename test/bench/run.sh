@@ -201,9 +201,40 @@ print_breakdown() {
 	EOF
 }
 
+# print_policy_pairs: each policy at a quarter against fifo, run by run. A run of every mode is
+# taken in turn (run_one's loop), so the r-th runs of two policies saw the same moment of a shared
+# machine: the ratio of the pair cancels most of its drift, which the ratio of medians does not.
+print_policy_pairs() {
+	local fifo_mode=quarter-fifo wl m
+	[ "$DEFAULT_POLICY" = fifo ] && fifo_mode=quarter
+	[ ${#QUARTER_MODES[@]} -gt 1 ] || return 0
+	echo
+	echo "policies against fifo at a quarter of the peak, run by run (ratio of the r-th runs; median, min-max, pairs where the policy was faster):"
+	printf '%-10s %-8s %5s %9s %7s  %-22s %-22s\n' workload policy pairs "faults÷f" soft "time÷fifo" "cpu÷fifo"
+	for wl in "${WORKLOADS[@]}"; do
+		for m in "${QUARTER_MODES[@]}"; do
+			[ "$m" = "$fifo_mode" ] && continue
+			local pol=${m#quarter-}; [ "$pol" = quarter ] && pol=$DEFAULT_POLICY
+			awk -v w="$wl" -v m="$m" -v f="$fifo_mode" -v pol="$pol" '
+			function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+			function show(a, n, faster) { return sprintf("%.3f %.2f-%.2f %d/%d", med(a, n), a[1], a[n], faster, n) }
+			$1 == w && $3 > 0 && $12 == "ok" && ($2 == m || $2 == f) { t[$2, $3] = $4; c[$2, $3] = $16; fl[$2, $3] = $6; so[$2, $3] = $15; runs[$3] = 1 }
+			END { n = 0; ft = fc = 0
+			  for (r in runs) if ((m, r) in t && (f, r) in t && t[f, r] > 0) {
+				n++; rt[n] = t[m, r] / t[f, r]; ft += rt[n] < 1
+				rc[n] = c[f, r] > 0 ? c[m, r] / c[f, r] : 0; fc += rc[n] < 1
+				rf[n] = fl[f, r] > 0 ? fl[m, r] / fl[f, r] : 0; s[n] = so[m, r] }
+			  if (!n) exit
+			  printf "%-10s %-8s %5d %9.3f %7d  %-22s %-22s\n", w, pol, n, med(rf, n), med(s, n), show(rt, n, ft), show(rc, n, fc) }' "$TMP/runs"
+		done
+	done
+	echo "  time: wall clock of the whole run; cpu: user + system time of the traced process, its handler threads included."
+}
+
 # run_one WL MODE RUN: runs workload WL in MODE (native ample quarter perf perfstat) and appends
 # one line to $TMP/runs: wl mode run time_s rss_kb faults zero refetch trace_bytes nostack hwm
-# status outsum L_MB soft
+# status outsum L_MB soft cpu_s
 run_one() {
 	local wl=$1 mode=$2 run=$3 dir=$TMP/trace/$1-$2 pre=() lmb=- status
 	workload_cmd "$wl"
@@ -224,8 +255,8 @@ run_one() {
 	rm -f "$TMP/rs"
 	"$BENCH_BIN/runstat" "$TMP/rs" timeout -k 5 "$TIMEOUT" "${pre[@]}" "${CMD[@]}" \
 		> "$dir/stdout" 2> "$dir/stderr" < /dev/null
-	local t rss code
-	read -r t rss code < "$TMP/rs" || { t=0 rss=0 code=999; }
+	local t rss code cpu
+	read -r t rss code cpu < "$TMP/rs" || { t=0 rss=0 code=999 cpu=0; }
 	status=ok
 	if [ "$code" = 124 ] || [ "$code" = 137 ]; then
 		status=timeout
@@ -258,7 +289,7 @@ run_one() {
 	perfstat)
 		faults=$(awk -F, '$3 == "page-faults" { print $1 }' "$dir/perfstat.txt") ;;
 	esac
-	echo "$wl $mode $run $t $rss ${faults:-0} $zero $refetch $tbytes $nostack $hwm $status $outsum $lmb $soft" >> "$TMP/runs"
+	echo "$wl $mode $run $t $rss ${faults:-0} $zero $refetch $tbytes $nostack $hwm $status $outsum $lmb $soft ${cpu:-0}" >> "$TMP/runs"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -450,13 +481,14 @@ LATEST=latest
 [ -n "${BENCH_ONLY:-}" ] && LATEST=only-$(IFS=-; echo "${SELECTED[*]}")
 { echo "$HEADER"; printf '%s\n' "${ROWS[@]}"; } > "$RESULTS/$LATEST.csv"
 [ -z "${BENCH_ONLY:-}" ] && cp "$RESULTS/latest.csv" "$RESULTS/$DATE.csv"
-{ echo "workload mode run time_s rss_kb faults zero refetch trace_bytes nostack hwm status outsum L_MB soft"
+{ echo "workload mode run time_s rss_kb faults zero refetch trace_bytes nostack hwm status outsum L_MB soft cpu_s"
   cat "$TMP/runs"; } | tr ' ' , > "$RESULTS/$LATEST-runs.csv"
 
 echo
 echo "fltrace bench, $DATE, $(nproc) CPUs, Linux $(uname -r); median of $RUNS runs (quick=$QUICK); \
 $(( $(date +%s) - START )) s in all"
 print_table
+print_policy_pairs
 print_breakdown
 echo
 # the gap between fltrace and the floors, from the fill-and-scan rows

@@ -1,5 +1,6 @@
 /* Bench helper: runs a command, then writes its wall time (s), peak RSS (KiB, the largest among it
- * and its reaped descendants) and exit status to a file. Usage: runstat OUTFILE CMD [ARGS...] */
+ * and its reaped descendants), exit status and CPU time (s, user + system of it and its reaped
+ * descendants) to a file. Usage: runstat OUTFILE CMD [ARGS...] */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,7 +48,9 @@ int main(int argc, char **argv)
 		perror("runstat: open output");
 		return 2;
 	}
-	fprintf(f, "%.6f %ld %d\n", t1 - t0, ru.ru_maxrss, code);
+	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+		     (double)ru.ru_stime.tv_usec / 1e6;
+	fprintf(f, "%.6f %ld %d %.6f\n", t1 - t0, ru.ru_maxrss, code, cpu);
 	if (fclose(f) != 0) {
 		perror("runstat: write output");
 		return 2;
