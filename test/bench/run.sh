@@ -355,6 +355,8 @@ summarize() { # WL: appends its rows to ROWS
 			local pol=${mode#quarter-}; [ "$pol" = quarter ] && pol=$DEFAULT_POLICY
 			note="policy $pol; $note; soft $soft" ;;&
 		ample)
+			# first touches with their stacks, against the same floor
+			xfl=$(calc "if (\"$usf\" != \"\" && $FLOOR_H + 0 > 0) printf \"%.2f\", $usf / $FLOOR_H")
 			pct=$(calc "if ($pstat + 0 > 0) printf \"%.1f\", 100 * $zero / $pstat")
 			[ -n "${LEAF[$wl]:-}" ] && leaf=${LEAF[$wl]}
 			[ -n "$pct" ] && note="$note; zero = $pct% of perf stat"
@@ -498,7 +500,7 @@ fl_h=$(awk -F, '$2 == "handler-same-core" { print $3 }' "$TMP/floor")
 fl_s=$(awk -F, '$2 == "signal+unwind-same-core" { print $3 }' "$TMP/floor")
 fl_b=$(awk -F, '$2 == "sigbus+unwind-1-thread" { print $3 }' "$TMP/floor")
 if [ -n "$fs_a" ] && [ -n "$fl_h" ]; then
-	calc "printf \"gap: fillscan costs %s us/fault at ample -L and %s at quarter -L; floors: handler thread %s, + signal + unwind %s, SIGBUS in-thread %s us: fltrace = %.1fx the signal+unwind floor\n\", \"$fs_a\", \"${fs_q:--}\", \"$fl_h\", \"$fl_s\", \"$fl_b\", $fs_a / ($fl_s + 0.000001)"
+	calc "printf \"gap: fillscan costs %s us/fault at ample -L and %s at quarter -L; floors: handler thread %s, + signal + unwind %s, SIGBUS in-thread %s us: fltrace = %.2fx the signal+unwind floor, which is itself %.2fx the handler floor\n\", \"$fs_a\", \"${fs_q:--}\", \"$fl_h\", \"$fl_s\", \"$fl_b\", $fs_a / ($fl_s + 0.000001), $fl_s / ($fl_h + 0.000001)"
 fi
 cat <<- 'EOF'
 
@@ -510,7 +512,7 @@ cat <<- 'EOF'
 	over the runs, x nat the ratio of medians to native. faults: fltrace's recorded faults (native: `perf stat -e
 	page-faults`, every fault the kernel takes; perf: samples written). us/flt = (median time -
 	native median) / faults: what one recorded fault costs the program. B/flt: trace (or perf.data)
-	bytes per fault. x flr (quarter rows): us/flt over the handler-same-core floor of this run, the
+	bytes per fault. x flr: us/flt over the handler-same-core floor of this run; at a quarter, the
 	all-in cost of a fault (its share of evictions, soft faults and policy work included);
 	quarter-<policy>: a quarter -L with that eviction policy (quarter: the default), soft = faults
 	on pages on probation, served but not recorded. RSS MB: peak RSS (native: the process; fltrace: VmHWM, which includes the far
