@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <locale.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,14 +21,45 @@
 #include "maps.h"
 #include "stats.h"
 
+/* glibc's list of open FILEs and its lock (exported, not declared in its headers). */
+extern FILE *_IO_list_all;
+void _IO_list_lock(void);
+void _IO_list_unlock(void);
+
 static struct {
 	int uffd;                /* the child's until its runtime starts (in the program's table); -1 */
 	struct sigaction saved;  /* the program's SIGBUS action, put back afterwards */
 } fw = { .uffd = -1 };
 
+/* A page the child touches before its runtime starts must be resident when the address space is
+ * copied: the child's memory is no longer registered, an evicted page would read as zeros there.
+ * glibc's child resets the lock of every open FILE (on the heap, from fopen) before any fork
+ * handler runs, so each is brought in here, under rt.lock (nothing is evicted until the fork is
+ * done). (Its name-service state, read by the parent after this handler, comes in the same way.) */
+static void fork_bring_in_files(void)
+{
+	struct own_code c = threads_own_code_begin(); /* fltrace's faults, not the program's */
+	for (FILE *f = _IO_list_all; f; f = f->_chain) {
+		volatile const char *p = (const char *)f, *lock = f->_lock;
+		(void)p[0];
+		(void)p[sizeof(*f) - 1];
+		if (lock)
+			(void)lock[0];
+	}
+	threads_own_code_end(c);
+}
+
 void rt_fork_prepare(void)
 {
+	/* The list's lock first: a thread holding it may fault (flushing a buffer), served under
+	 * rt.lock. */
+	_IO_list_lock();
 	rt_lock(); /* no eviction while the address space is copied */
+	/* Faults the forking thread takes from here on (glibc's fork reads the heap after the last
+	 * prepare handler, ours) are served under this hold. */
+	atomic_store(&rt.fork_holder, rt_gettid());
+	fork_bring_in_files();
+	_IO_list_unlock();
 	filemap_fork_prepare();
 	far_fork_prepare(); /* a backend outside the process copies its pages for the child */
 }
@@ -36,6 +68,7 @@ void rt_fork_parent(void)
 {
 	filemap_fork_parent();
 	far_fork_parent();
+	atomic_store(&rt.fork_holder, 0);
 	rt_unlock();
 }
 
@@ -85,6 +118,7 @@ static void fork_on_sigbus(int sig, siginfo_t *si, void *uc)
 void rt_fork_child(void)
 {
 	pthread_mutex_init(&rt.lock, NULL);
+	atomic_store(&rt.fork_holder, 0);
 	lock_order_fork_child();
 	rt_lock_unmask_signals();
 	allocs_fork_child();

@@ -17,6 +17,7 @@
 
 #define MSG_BATCH 64
 #define PENDING_MAX 4096
+#define DEFERRED_MAX 1024 /* faults kept while a fork holds rt.lock: one per sleeping thread */
 #define WAKE_AFTER_NS (2 * 1000 * 1000ull)      /* a harmless early wake-up */
 #define CHECK_BLOCKED_AFTER_NS (50 * 1000 * 1000ull)
 
@@ -46,6 +47,8 @@ bool handler_is_current_thread(void)
 struct handler_ctx {
 	struct rt_thread *pending[PENDING_MAX];
 	unsigned npending;
+	struct { struct uffd_msg m; int fd; } deferred[DEFERRED_MAX];
+	unsigned ndeferred;
 };
 
 /* A fault served without the stack signal: fltrace's own, sampled out, or in a system call (whose
@@ -72,29 +75,36 @@ static void handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t,
 	rt_time_add(&rt.stats.time.record, t0);
 }
 
-/* Takes rt.lock, counting the wait. */
-static void handler_lock(void)
+/* Takes rt.lock, counting the wait; false while a fork holds it (rt.fork_holder): the fault then
+ * waits, its message kept, and this handler stays free to serve the holder's own fault, which the
+ * holder would otherwise wait for with the lock held. */
+static bool handler_lock(void)
 {
 	uint64_t t0 = rt_mono_ns();
-	rt_lock();
+	bool got;
+	while (!(got = rt_trylock()) && !atomic_load(&rt.fork_holder) && !(got = rt_lock_within(1000 * 1000)))
+		;
 	rt_time_add(&rt.stats.time.lockwait, t0);
+	return got;
 }
 
-static void handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
+/* Returns false if the fault must wait for a fork to end (handler_lock). */
+static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, bool holder)
 {
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	uint64_t arrival = rt_now_ns();
 	tls_peer_cpu = -1; /* known again only if this fault's thread is signalled */
 	if (evict_has_probation()) {
-		handler_lock();
+		if (!handler_lock())
+			return false;
 		uint64_t t0 = rt_mono_ns();
 		bool soft = fault_serve_soft(addr, fd);
 		if (soft)
 			rt_time_add(&rt.stats.time.soft, t0);
 		rt_unlock();
 		if (soft)
-			return;
+			return true;
 	}
 	struct rt_thread *t = threads_get(tid);
 	bool record = sample_take();
@@ -111,12 +121,14 @@ static void handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		 * the one served and recorded, with the state read then. */
 		uffd_wake(fd, addr, rt.page_size);
 		atomic_fetch_add(&rt.stats.faults_reraised, 1);
-		return;
+		return true;
 	}
 	if (state_err < 0)
 		s.nr = -2;
-	/* A debugger would stop the program at our signal: its stack is unwound from here instead. */
-	bool signal = record && !busy && s.nr == -1 &&
+	/* A debugger would stop the program at our signal: its stack is unwound from here instead. So
+	 * is a fork holder's: woken to take the signal, it would unwind with the lock held, waiting for
+	 * the loader's lock, which a thread asleep in a fault that waits for this fork may hold. */
+	bool signal = record && !busy && s.nr == -1 && !holder &&
 		      !atomic_load_explicit(&rt.ptraced, memory_order_relaxed);
 	/* A thread that blocked the signal at its last fault is asked first, rather than waited
 	 * for 2 ms at each fault. */
@@ -130,7 +142,8 @@ static void handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	struct rt_thread local;
 	struct rt_thread *req = signal ? t : &local; /* only a signalled request lives in the slot */
 
-	handler_lock();
+	if (!handler_lock())
+		return false;
 	req->addr = addr;
 	req->uffd = fd;
 	req->arrival_ns = arrival;
@@ -144,26 +157,56 @@ static void handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	bool served = fault_serve(req, addr, tid, &signal);
 	rt_unlock();
 	if (!served)
-		return;
+		return true;
 	if (signal) {
 		tls_peer_cpu = atomic_load_explicit(&t->cpu, memory_order_relaxed);
 		count_fault(req->flags, req->kind);
 		if (ctx->npending < PENDING_MAX)
 			ctx->pending[ctx->npending++] = t;
-		return;
+		return true;
 	}
 	/* The thread sleeps until the record is written: a program that exits right after its last
 	 * fault must still find that fault in its trace. */
 	enum rt_nostack why = wanted_signal ? NOSTACK_GONE : s.nr >= -1 ? NOSTACK_UNWIND : NOSTACK_STATE;
 	handler_note_unsignalled(req, t, tid, record, s.nr >= -1 ? &s : NULL, unwind, why);
 	uffd_wake(fd, addr, rt.page_size);
+	return true;
 }
-/* One fault message, timed whole. */
+
+/* One fault message, timed whole. A fault of the thread that holds rt.lock across a fork is served
+ * under its hold, until its thread is woken; another thread's, while a fork holds the lock, is kept
+ * for later (its thread sleeps on). */
 static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
 {
 	uint64_t t0 = rt_mono_ns();
-	handler_fault_serve(ctx, m, fd);
+	int tid = (int)m->arg.pagefault.feat.ptid;
+	bool holder = tid && atomic_load(&rt.fork_holder) == tid;
+	if (holder)
+		rt_lock_borrow();
+	bool done = handler_fault_serve(ctx, m, fd, holder);
+	if (holder)
+		rt_lock_return();
+	if (!done) {
+		if (ctx->ndeferred == DEFERRED_MAX) /* cannot happen: one fault per sleeping thread */
+			rt_die("handler", "more faults waiting for a fork than threads", "report this as a bug of fltrace");
+		ctx->deferred[ctx->ndeferred].m = *m;
+		ctx->deferred[ctx->ndeferred++].fd = fd;
+	}
 	rt_time_add(&rt.stats.time.serve, t0);
+}
+
+/* The faults kept while a fork held rt.lock, once it has ended (one that meets another fork is
+ * kept again). */
+static void handler_retry_deferred(struct handler_ctx *ctx)
+{
+	if (!ctx->ndeferred || atomic_load(&rt.fork_holder))
+		return;
+	unsigned n = ctx->ndeferred;
+	ctx->ndeferred = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct uffd_msg m = ctx->deferred[i].m;
+		handler_fault(ctx, &m, ctx->deferred[i].fd);
+	}
 }
 
 /* A thread that blocks the stack signal (glibc blocks every signal in a new thread until its
@@ -291,6 +334,7 @@ static void *handler_main(void *arg)
 				atomic_fetch_add_explicit(&hd.progress, 1, memory_order_relaxed);
 			}
 		}
+		handler_retry_deferred(&ctx);
 		if (n > 0) {
 			if (ctx.npending)
 				handler_check_pending(&ctx);
@@ -307,7 +351,7 @@ static void *handler_main(void *arg)
 		}
 		uint64_t t0 = rt_mono_ns();
 		atomic_fetch_add_explicit(&rt.stats.time.wakeups, 1, memory_order_relaxed);
-		int polled = poll(pfd, nfds, ctx.npending ? 1 : 200);
+		int polled = poll(pfd, nfds, ctx.npending || ctx.ndeferred ? 1 : 200);
 		rt_time_add(&rt.stats.time.idle, t0);
 		if (polled < 0 && errno != EINTR)
 			break;

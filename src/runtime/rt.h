@@ -118,6 +118,9 @@ struct rt {
 	int sig;              /* the signal that asks a thread for its stack */
 	_Atomic bool program_catches; /* the program installed a signal handler (sigaction, signal) */
 	_Atomic bool ptraced; /* a debugger is attached: no stack signal (stats.c) */
+	/* The thread that holds rt.lock across a fork (fork.c), 0 if none: the only fault it can sleep
+	 * in meanwhile is one of its own, which a handler serves under that hold (rt_lock_borrow). */
+	_Atomic int fork_holder;
 	struct rt_stats stats;
 	uint64_t start_realtime_ns, start_mono_ns;
 };
@@ -132,6 +135,12 @@ bool rt_active(void);         /* tracking is on */
 void rt_lock(void);
 void rt_unlock(void);
 bool rt_trylock(void);
+bool rt_lock_within(uint64_t ns); /* rt_lock, giving up after `ns` nanoseconds (false) */
+/* A handler serving a fault of rt.fork_holder acts under the holder's hold: rt_lock, rt_trylock
+ * and rt_unlock do nothing in this thread until rt_lock_return. */
+void rt_lock_borrow(void);
+void rt_lock_return(void);
+bool rt_lock_borrowed(void);
 void rt_lock_unmask_signals(void); /* fork child: the parent's rt_lock masked them */
 void rt_fork_prepare(void);
 void rt_fork_parent(void);

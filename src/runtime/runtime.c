@@ -52,8 +52,29 @@ void rt_lock_unmask_signals(void)
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &tls_lock_saved_mask, NULL, 8);
 }
 
+/* Set while this handler serves a fault of the thread that holds rt.lock across fork: that thread
+ * sleeps in the fault, so nothing it guards can change under the handler. */
+static __thread bool tls_lock_borrowed;
+
+void rt_lock_borrow(void)
+{
+	tls_lock_borrowed = true;
+}
+
+void rt_lock_return(void)
+{
+	tls_lock_borrowed = false;
+}
+
+bool rt_lock_borrowed(void)
+{
+	return tls_lock_borrowed;
+}
+
 void rt_lock(void)
 {
+	if (tls_lock_borrowed)
+		return;
 	rt_lock_mask_signals();
 	lock_order_take(LOCK_RT);
 	pthread_mutex_lock(&rt.lock);
@@ -61,6 +82,8 @@ void rt_lock(void)
 
 bool rt_trylock(void)
 {
+	if (tls_lock_borrowed)
+		return true;
 	rt_lock_mask_signals();
 	lock_order_take(LOCK_RT);
 	if (pthread_mutex_trylock(&rt.lock) == 0)
@@ -70,8 +93,31 @@ bool rt_trylock(void)
 	return false;
 }
 
+bool rt_lock_within(uint64_t ns)
+{
+	if (tls_lock_borrowed)
+		return true;
+	rt_lock_mask_signals();
+	lock_order_take(LOCK_RT);
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)(ns / 1000000000ull);
+	until.tv_nsec += (long)(ns % 1000000000ull);
+	if (until.tv_nsec >= 1000000000l) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000l;
+	}
+	if (pthread_mutex_clocklock(&rt.lock, CLOCK_MONOTONIC, &until) == 0)
+		return true;
+	lock_order_drop(LOCK_RT);
+	rt_lock_unmask_signals();
+	return false;
+}
+
 void rt_unlock(void)
 {
+	if (tls_lock_borrowed)
+		return;
 	pthread_mutex_unlock(&rt.lock);
 	lock_order_drop(LOCK_RT);
 	rt_lock_unmask_signals();

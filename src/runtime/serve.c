@@ -113,7 +113,10 @@ bool fault_serve_soft(uintptr_t addr, int fd)
 	if (!pg || pg_state(*pg) != PAGE_INACTIVE)
 		return false;
 	uint32_t slot = pg_slot(*pg);
-	int err = uffd_copy(fd, addr, farmem_addr(slot), rt.page_size, true);
+	/* The thread that holds rt.lock across a fork runs on once woken, to the fork itself: it is
+	 * woken after the bookkeeping, which the child inherits. */
+	bool wake_last = rt_lock_borrowed();
+	int err = uffd_copy(fd, addr, farmem_addr(slot), rt.page_size, !wake_last);
 	if (err < 0 && err != -EEXIST) {
 		/* Not in place (EAGAIN: an mremap's event is pending on the fd): the page stays on
 		 * probation with its far copy, and the thread, woken, faults again. */
@@ -124,12 +127,14 @@ bool fault_serve_soft(uintptr_t addr, int fd)
 	}
 	/* UFFDIO_COPY wakes the range only when it copied: a page found in place (EEXIST) leaves
 	 * the thread asleep unless woken here. */
-	if (err == -EEXIST)
+	if (err == -EEXIST && !wake_last)
 		uffd_wake(fd, addr, rt.page_size);
 	farmem_free(slot);
 	pagestate_set(addr, pg, PAGE_PRESENT, 0, PS_SOFT);
 	atomic_fetch_add(&rt.stats.faults_soft, 1);
 	evict_note_touched(addr, pg);
+	if (wake_last)
+		uffd_wake(fd, addr, rt.page_size);
 	handler_served();
 	return true;
 }

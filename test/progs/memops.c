@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -326,6 +327,54 @@ static int mode_dup2(void)
 	return 0;
 }
 
+/* fork from a process with threads: glibc's fork then reads the name-service state (on the heap,
+ * since getpwuid) after every fork handler has run, fltrace's too, which holds its lock across the
+ * fork. Evicted, that page must still come back, each time. */
+static void *idle_thread(void *arg)
+{
+	pause();
+	return arg;
+}
+
+static int mode_forkthreads(void)
+{
+	struct passwd *pw = getpwuid(0);
+	printf("uid 0: %s\n", pw ? pw->pw_name : "?");
+	FILE *log = tmpfile(); /* a FILE on the heap, which the child's glibc resets before any handler */
+	if (!log) {
+		perror("tmpfile");
+		return 3;
+	}
+	pthread_t t;
+	pthread_create(&t, NULL, idle_thread, NULL);
+	size_t n = 32 * MB;
+	char *a = heap(n, 31), *junk = heap(n, 32);
+	for (int i = 0; i < 4; i++) {
+		fprintf(log, "parent %d\n", i);
+		fflush(log);
+		scan(junk, n); /* the name-service state and the FILE are evicted with the rest */
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			fprintf(log, "child %d: %016llx\n", i, (unsigned long long)checksum(a, n));
+			fflush(log);
+			pw = getpwuid(0);
+			printf("child %d: uid 0: %s\n", i, pw ? pw->pw_name : "?");
+			fflush(stdout);
+			_exit(0);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		printf("child %d exit %d\n", i, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+	rewind(log);
+	char line[128];
+	while (fgets(line, sizeof(line), log))
+		fputs(line, stdout);
+	printf("parent: %016llx\n", (unsigned long long)checksum(a, n));
+	return 0;
+}
+
 /* Memory emptied behind fltrace's back (a raw madvise system call, not the interposed function):
  * its bookkeeping says the page is there, the kernel keeps reporting the fault. fltrace must stop
  * the program with a message, never spin forever. */
@@ -344,7 +393,7 @@ static const struct {
 } modes[] = {
 	{ "fork", mode_fork },     { "syscalls", mode_syscalls }, { "remap", mode_remap },
 	{ "madvise", mode_madvise }, { "signals", mode_signals }, { "waits", mode_waits },
-	{ "dup2", mode_dup2 },     { "rawzap", mode_rawzap },
+	{ "dup2", mode_dup2 },     { "rawzap", mode_rawzap }, { "forkthreads", mode_forkthreads },
 };
 
 int main(int argc, char **argv)
@@ -354,6 +403,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[1], modes[i].name))
 			return modes[i].run();
-	fprintf(stderr, "usage: memops fork|syscalls|remap|madvise|signals|waits|dup2|rawzap|exit HOW\n");
+	fprintf(stderr, "usage: memops fork|forkthreads|syscalls|remap|madvise|signals|waits|dup2|rawzap|exit HOW\n");
 	return 2;
 }
