@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@ void _IO_list_unlock(void);
 static struct {
 	int uffd;                /* the child's until its runtime starts (in the program's table); -1 */
 	struct sigaction saved;  /* the program's SIGBUS action, put back afterwards */
+	bool child_list_reset;   /* glibc resets its FILE list's lock in the child (threads ran) */
 } fw = { .uffd = -1 };
 
 /* A page the child touches before its runtime starts must be resident when the address space is
@@ -51,15 +53,16 @@ static void fork_bring_in_files(void)
 
 void rt_fork_prepare(void)
 {
-	/* The list's lock first: a thread holding it may fault (flushing a buffer), served under
-	 * rt.lock. */
+	/* The FILE list's lock before rt.lock, and held to the end of the fork (glibc's fork takes it
+	 * too, after this handler; it is recursive): a thread holding it may fault (flushing a
+	 * buffer), and its fault waits for the fork while rt.lock is held. */
 	_IO_list_lock();
+	fw.child_list_reset = !__libc_single_threaded;
 	rt_lock(); /* no eviction while the address space is copied */
 	/* Faults the forking thread takes from here on (glibc's fork reads the heap after the last
 	 * prepare handler, ours) are served under this hold. */
 	atomic_store(&rt.fork_holder, rt_gettid());
 	fork_bring_in_files();
-	_IO_list_unlock();
 	filemap_fork_prepare();
 	far_fork_prepare(); /* a backend outside the process copies its pages for the child */
 }
@@ -70,6 +73,7 @@ void rt_fork_parent(void)
 	far_fork_parent();
 	atomic_store(&rt.fork_holder, 0);
 	rt_unlock();
+	_IO_list_unlock();
 }
 
 /* The child's fd table is a copy of the forking thread's: none of the parent's private fds are
@@ -119,6 +123,8 @@ void rt_fork_child(void)
 {
 	pthread_mutex_init(&rt.lock, NULL);
 	atomic_store(&rt.fork_holder, 0);
+	if (!fw.child_list_reset)
+		_IO_list_unlock();
 	lock_order_fork_child();
 	rt_lock_unmask_signals();
 	allocs_fork_child();
