@@ -309,7 +309,10 @@ static void *handler_main(void *arg)
 	atomic_store(&hd.tids[(uintptr_t)arg % RT_MAX_HANDLERS], rt_gettid());
 	atomic_fetch_add(&hd.started, 1);
 	handler_pin((unsigned)(uintptr_t)arg);
-	static __thread struct handler_ctx ctx;
+	/* Not thread-local: every thread of the program would carry its 70 KB. */
+	struct handler_ctx *ctx = rt_map(sizeof(*ctx));
+	if (!ctx)
+		rt_die("handler", "no memory for a handler thread's state", "free some memory and run again");
 	struct uffd_msg msgs[MSG_BATCH];
 	/* Two fds with --files=all: the program's memory, and the loader's mappings taken over (whose
 	 * REMAP events are only read: reading one lets the mremap that raised it return). */
@@ -328,30 +331,30 @@ static void *handler_main(void *arg)
 			n += got;
 			for (ssize_t i = 0; i < got / (ssize_t)sizeof(msgs[0]); i++) {
 				if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
-					handler_fault(&ctx, &msgs[i], pfd[k].fd);
+					handler_fault(ctx, &msgs[i], pfd[k].fd);
 				/* Each message, not each batch: a batch of 64 slow faults on a busy
 				 * machine is progress the watchdog must see. */
 				atomic_fetch_add_explicit(&hd.progress, 1, memory_order_relaxed);
 			}
 		}
-		handler_retry_deferred(&ctx);
+		handler_retry_deferred(ctx);
 		if (n > 0) {
-			if (ctx.npending)
-				handler_check_pending(&ctx);
+			if (ctx->npending)
+				handler_check_pending(ctx);
 			last_msg = rt_mono_ns();
 			continue;
 		}
 		if (failed)
 			break;
-		if (ctx.npending)
-			handler_check_pending(&ctx);
+		if (ctx->npending)
+			handler_check_pending(ctx);
 		if (handler_keep_polling(last_msg)) {
 			__builtin_ia32_pause();
 			continue;
 		}
 		uint64_t t0 = rt_mono_ns();
 		atomic_fetch_add_explicit(&rt.stats.time.wakeups, 1, memory_order_relaxed);
-		int polled = poll(pfd, nfds, ctx.npending || ctx.ndeferred ? 1 : 200);
+		int polled = poll(pfd, nfds, ctx->npending || ctx->ndeferred ? 1 : 200);
 		rt_time_add(&rt.stats.time.idle, t0);
 		if (polled < 0 && errno != EINTR)
 			break;
