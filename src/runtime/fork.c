@@ -1,6 +1,7 @@
 /* fork without exec: the child inherits our bookkeeping but not the userfaultfd registration, so
  * until its own runtime starts, its missing pages are served in the faulting thread (SIGBUS mode). */
 #include <errno.h>
+#include <link.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
@@ -172,12 +173,28 @@ static void fork_touch_thread_startup_data(void)
 	freelocale(l);
 }
 
+/* Creating a thread reads the link map of every module with thread-local storage (its TLS
+ * image); those of modules loaded with dlopen are on the heap. Brought in now, like the locale
+ * data. A link map of glibc's is larger than <link.h> shows; its allocation holds at least
+ * LINK_MAP_BYTES (glibc 2.36: about 1,150). */
+#define LINK_MAP_BYTES 1024
+static void fork_touch_link_maps(void)
+{
+	for (struct link_map *m = _r_debug.r_map; m; m = m->l_next) {
+		const volatile char *p = (const volatile char *)m;
+		for (size_t off = 0; off < LINK_MAP_BYTES; off += 64)
+			(void)p[off];
+	}
+}
+
 void rt_fork_child_late(void)
 {
 	if (atomic_load(&rt.phase) != RT_STARTING)
 		return;
-	if (fw.uffd >= 0)
+	if (fw.uffd >= 0) {
 		fork_touch_thread_startup_data();
+		fork_touch_link_maps();
+	}
 	if (fw.uffd >= 0) {
 		rt_fd_close(fw.uffd);
 		rt.far_uffd = fw.uffd = -1;

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -68,15 +69,44 @@ static void *own_main(void *p)
 	own_park();
 }
 
+/* A stack of our own, with a guard page: given one, glibc neither takes a stack from its cache
+ * (whose last thread's TLS vector it would resize through the program's heap: in a fork child,
+ * between the window's userfaultfd and the new runtime's, an evicted page there reads as zeros)
+ * nor allocates one. The TLS vector comes from untracked memory (rt_tls_internal). */
+#define OWN_STACK_SIZE (8u << 20)
+
+static int own_thread_attr(pthread_attr_t *attr)
+{
+	char *stack = rt_map(OWN_STACK_SIZE);
+	if (!stack)
+		return ENOMEM;
+	syscall(SYS_mprotect, stack, rt.page_size, PROT_NONE);
+	pthread_attr_init(attr);
+	return pthread_attr_setstack(attr, stack, OWN_STACK_SIZE);
+}
+
 /* Called where the program has one thread (the constructor, a fork child's first moments) or at
  * least the caller alive: the count never passes through zero on our account. */
 int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
 {
 	struct own_start s = { .fn = fn, .arg = arg };
+	pthread_attr_t attr;
+	int err = own_thread_attr(&attr);
+	if (err)
+		return err;
 	uint64_t mask = own_signal_mask(), old;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &old, 8); /* inherited by the new thread */
-	int err = pthread_create(t, NULL, own_main, &s);
+	rt_tls_internal++;
+	err = pthread_create(t, &attr, own_main, &s);
+	rt_tls_internal--;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
+	if (err) {
+		void *stack;
+		size_t size;
+		if (pthread_attr_getstack(&attr, &stack, &size) == 0)
+			rt_unmap(stack, size);
+	}
+	pthread_attr_destroy(&attr);
 	if (err)
 		return err;
 	unsigned *count = glibc_thread_count();

@@ -1,5 +1,6 @@
 /* Test workload: one mode per memory operation that tracing must not disturb. Each mode works on
  * more memory than the -L the tests give it and prints what it read: the output must not change. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -375,6 +376,35 @@ static int mode_forkthreads(void)
 	return 0;
 }
 
+/* fork with a thread alive whose TLS vector is too small for the modules loaded since (a dlopen):
+ * in the child that thread is gone, and glibc hands its cached stack to the next thread created,
+ * resizing its vector on the heap, where it may be evicted. */
+static int mode_forkdlopen(void)
+{
+	pthread_t t;
+	pthread_create(&t, NULL, idle_thread, NULL);
+	if (!dlopen("libstdc++.so.6", RTLD_NOW)) { /* a module with thread-local storage */
+		fprintf(stderr, "dlopen: %s\n", dlerror());
+		return 3;
+	}
+	size_t n = 32 * MB;
+	char *a = heap(n, 41), *junk = heap(n, 42);
+	for (int i = 0; i < 3; i++) {
+		scan(junk, n);
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			printf("child %d: %016llx\n", i, (unsigned long long)checksum(a, n));
+			fflush(stdout);
+			_exit(0);
+		}
+		int st;
+		waitpid(pid, &st, 0);
+		printf("child %d exit %d\n", i, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+	return 0;
+}
+
 /* Memory emptied behind fltrace's back (a raw madvise system call, not the interposed function):
  * its bookkeeping says the page is there, the kernel keeps reporting the fault. fltrace must stop
  * the program with a message, never spin forever. */
@@ -394,6 +424,7 @@ static const struct {
 	{ "fork", mode_fork },     { "syscalls", mode_syscalls }, { "remap", mode_remap },
 	{ "madvise", mode_madvise }, { "signals", mode_signals }, { "waits", mode_waits },
 	{ "dup2", mode_dup2 },     { "rawzap", mode_rawzap }, { "forkthreads", mode_forkthreads },
+	{ "forkdlopen", mode_forkdlopen },
 };
 
 int main(int argc, char **argv)
@@ -403,6 +434,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[1], modes[i].name))
 			return modes[i].run();
-	fprintf(stderr, "usage: memops fork|forkthreads|syscalls|remap|madvise|signals|waits|dup2|rawzap|exit HOW\n");
+	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|syscalls|remap|madvise|signals|waits|dup2|rawzap|exit HOW\n");
 	return 2;
 }
