@@ -30,6 +30,9 @@
 /* Tests only: every Nth page UFFDIO_MOVE moves is reported as not moved, as Linux 6.18 was seen
  * to do now and then (evict.c trusts the page tables over the ioctl's answer). */
 #define FLTRACE_ENV_TEST_MOVE_MISREPORT "FLTRACE_TEST_MOVE_MISREPORT"
+/* Tests only: µs a handler thread lags after serving a signalled fault, as a preempted one does on a
+ * busy machine (the thread, woken, must not outrun what its fault still needs: its count). */
+#define FLTRACE_ENV_TEST_HANDLER_LAG "FLTRACE_TEST_HANDLER_LAG"
 #define FLTRACE_ENV_PRELOAD_PATH "FLTRACE_PRELOAD"  /* the preload library record chose (informational) */
 
 

@@ -29,6 +29,7 @@ struct rtconfig {
 	bool allocs;
 	uint64_t alloc_sample;     /* mean bytes between sampled small allocations, 0 = none */
 	uint64_t test_move_misreport; /* tests: every Nth page moved reported unmoved, 0 = none */
+	uint64_t test_handler_lag_ns; /* tests: a handler's pause after a signalled fault, 0 = none */
 };
 
 /* A refused setting: "<name>: <why>; <todo>" is the one line the runtime stops with. */

@@ -43,6 +43,7 @@ static const struct setting settings[] = {
 	{ FLTRACE_ENV_ALLOC_SAMPLE, K_U64, OFF(alloc_sample), false, FLTRACE_DEFAULT_ALLOC_SAMPLE, 0,
 	  UINT64_MAX, NULL },
 	{ FLTRACE_ENV_TEST_MOVE_MISREPORT, K_U64, OFF(test_move_misreport), false, 0, 0, UINT64_MAX, NULL },
+	{ FLTRACE_ENV_TEST_HANDLER_LAG, K_U64, OFF(test_handler_lag_ns), false, 0, 0, 1000000, NULL },
 };
 
 static int refuse(struct rtconfig_error *err, const struct setting *s, const char *v, const char *why,
@@ -167,6 +168,7 @@ int rtconfig_parse(const char *(*get)(const char *name, void *ctx), void *ctx, s
 	}
 	c->spin_ns = c->poll == RTCONFIG_POLL_BLOCK ? 0 : c->spin_ns * 1000; /* the rows read µs */
 	c->far_latency_ns *= 1000;
+	c->test_handler_lag_ns *= 1000;
 	if (c->maxmem < c->localmem)
 		c->maxmem = c->localmem;
 	return 0;

@@ -75,6 +75,17 @@ static void handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t,
 	rt_time_add(&rt.stats.time.record, t0);
 }
 
+/* FLTRACE_TEST_HANDLER_LAG: this handler falls behind the thread it has just served, as one preempted
+ * on a busy machine does. */
+static void handler_test_lag(void)
+{
+	if (!rt.cfg.test_handler_lag_ns)
+		return;
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)rt.cfg.test_handler_lag_ns };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 /* Takes rt.lock, counting the wait; false while a fork holds it (rt.fork_holder): the fault then
  * waits, its message kept, and this handler stays free to serve the holder's own fault, which the
  * holder would otherwise wait for with the lock held. */
@@ -158,9 +169,9 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	rt_unlock();
 	if (!served)
 		return true;
-	if (signal) {
+	if (signal) { /* counted by the thread, as it records: before it runs on (handler_on_signal) */
 		tls_peer_cpu = atomic_load_explicit(&t->cpu, memory_order_relaxed);
-		count_fault(req->flags, req->kind);
+		handler_test_lag();
 		if (ctx->npending < PENDING_MAX)
 			ctx->pending[ctx->npending++] = t;
 		return true;
@@ -220,7 +231,8 @@ static bool record_blocked_thread(struct rt_thread *t, int tid)
 	t->blocks_signal = true;
 	int expected = REQ_PENDING;
 	if (!atomic_compare_exchange_strong(&t->state, &expected, REQ_CANCELLED))
-		return true; /* it took the signal after all */
+		return true; /* it took the signal after all (and counted its fault) */
+	count_fault(t->flags, t->kind);
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
 	unsigned depth = 0;
 	struct syscall_state at = { .nr = -1, .pc = t->pc_at_fault, .sp = t->sp_at_fault };
@@ -261,6 +273,7 @@ static void handler_check_pending(struct handler_ctx *ctx)
 		if (fate != SIG_COMING) {
 			int expected = REQ_PENDING;
 			if (atomic_compare_exchange_strong(&t->state, &expected, REQ_CANCELLED)) {
+				count_fault(t->flags, t->kind);
 				record_without_stack(t, t, tid, NULL, NULL, 0,
 						     fate == SIG_GONE ? NOSTACK_GONE : NOSTACK_BLOCKED);
 				atomic_store(&t->state, REQ_IDLE);

@@ -54,6 +54,7 @@ struct rt_config {
 	bool allocs;         /* allocation sites are recorded (FLTRACE_ALLOCS, default on) */
 	uint64_t alloc_sample; /* mean bytes between sampled small allocations, 0 = none */
 	uint64_t test_move_misreport; /* tests: every Nth page moved reported unmoved (uffd.c) */
+	uint64_t test_handler_lag_ns; /* tests: a handler's pause after a signalled fault (handler.c) */
 };
 
 /* ---- stats (stats.c) ---- */

@@ -196,6 +196,7 @@ static void config_parse(struct rt_config *c)
 	c->allocs = rc.allocs;
 	c->alloc_sample = rc.alloc_sample;
 	c->test_move_misreport = rc.test_move_misreport;
+	c->test_handler_lag_ns = rc.test_handler_lag_ns;
 }
 
 /* ---- start-up ---- */

@@ -116,8 +116,12 @@ bool fault_serve_soft(uintptr_t addr, int fd)
 	/* The thread that holds rt.lock across a fork runs on once woken, to the fork itself: it is
 	 * woken after the bookkeeping, which the child inherits. */
 	bool wake_last = rt_lock_borrowed();
+	/* Counted before the copy wakes the thread, which may then exit before the count (the
+	 * last stats line would miss it); taken back if the page did not go in. */
+	atomic_fetch_add(&rt.stats.faults_soft, 1);
 	int err = uffd_copy(fd, addr, farmem_addr(slot), rt.page_size, !wake_last);
 	if (err < 0 && err != -EEXIST) {
+		atomic_fetch_sub(&rt.stats.faults_soft, 1);
 		/* Not in place (EAGAIN: an mremap's event is pending on the fd): the page stays on
 		 * probation with its far copy, and the thread, woken, faults again. */
 		pagestate_note_failure(addr, pg, PS_SOFT, err);
@@ -131,7 +135,6 @@ bool fault_serve_soft(uintptr_t addr, int fd)
 		uffd_wake(fd, addr, rt.page_size);
 	farmem_free(slot);
 	pagestate_set(addr, pg, PAGE_PRESENT, 0, PS_SOFT);
-	atomic_fetch_add(&rt.stats.faults_soft, 1);
 	evict_note_touched(addr, pg);
 	if (wake_last)
 		uffd_wake(fd, addr, rt.page_size);
@@ -222,8 +225,8 @@ bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, bool *signal)
 		return false;
 	uint32_t *pg = region_page(addr);
 	if (!pg || pg_state(*pg) == PAGE_PRESENT) {
-		uffd_wake(fd, addr, rt.page_size);
 		atomic_fetch_add(&rt.stats.faults_dup, 1);
+		uffd_wake(fd, addr, rt.page_size);
 		handler_check_stuck(addr, pg, pg ? STUCK_IN_PLACE : STUCK_UNTRACKED);
 		return false;
 	}

@@ -154,7 +154,10 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	int served = wait_served(t);
 	t0 = rt_time_add(&rt.stats.time.sigwait, t0);
 	if (served == 1) {
-		/* The request is complete only now (its kind: zero, re-fetch or file). */
+		/* The request is complete only now (its kind: zero, re-fetch or file). Counted here, not
+		 * by the handler thread, which may run only after this thread has gone on and exited:
+		 * the last stats line would then miss a fault its trace holds (seen under load). */
+		count_fault(t->flags, t->kind);
 		struct ft_fault f;
 		fault_fill(&f, t, atomic_load(&t->tid));
 		f.ip = t->pc_at_fault;

@@ -19,7 +19,7 @@ L16="-L 16 -M 2048"
 for row in $BACKENDS; do
 	b=${row%%:*} far=${row%%:*}
 	[ "${row#*:}" = 1 ] && far="$b:$FARDIR"
-	same_output "far_${b}_fillscan" "$L16 --policy fifo --far $far" "$PROGS/fillscan" 64 3 || continue
+	FIXED_LAYOUT=1 same_output "far_${b}_fillscan" "$L16 --policy fifo --far $far" "$PROGS/fillscan" 64 3 || continue
 	# fifo at -L 16: every re-fetch came from the medium, and each was written there first
 	gets=$(stat_max "$TMP/far_${b}_fillscan" far_gets)
 	refetch=$(stat_max "$TMP/far_${b}_fillscan" faults_refetch)
@@ -35,7 +35,7 @@ for row in $BACKENDS; do
 	same_output "far_${b}_thrash" "$L16 -M 256 --policy clock --far $far" "$PROGS/thrash" 2688 8 "$TMP/input"
 done
 first=${BACKENDS%% *}; first=${first%%:*}
-# what else could have changed the eviction order, shown if the counts differ (seen once under load)
+# what else could have changed the eviction order, shown if the counts differ
 order_stats() {
 	local k
 	for k in faults faults_zp faults_self faults_dup faults_reraised evict_failed evict_fallback \
