@@ -22,7 +22,7 @@ enum sig_fate thread_signal_fate(int tid);
 
 /* ---- stack.c: the stack signal's handler (handler_signal_init in rt.h), and unwinding a
  *      sleeping thread from a handler thread: 0 frames if it did not stay asleep ---- */
-unsigned unwind_sleeping(struct rt_thread *t, int tid, const struct syscall_state *s, uint64_t *ips);
+unsigned unwind_sleeping(struct rt_thread *t, int tid, const struct syscall_state *s, uint64_t *ips, bool *forked);
 
 /* ---- record.c ---- */
 bool sample_take(void); /* false: past -S's rate this second, serve without recording */

@@ -22,11 +22,16 @@
 #include "allocs.h"
 #include "maps.h"
 #include "stats.h"
+#include "sysstack.h"
 
 /* glibc's list of open FILEs and its lock (exported, not declared in its headers). */
 extern FILE *_IO_list_all;
 void _IO_list_lock(void);
 void _IO_list_unlock(void);
+
+/* Pages the forking thread may bring in during the fork (its FILEs, glibc's name-service state)
+ * within the cap: room made before, as nothing is evicted meanwhile. */
+#define FORK_WINDOW_PAGES 16
 
 static struct {
 	int uffd;                /* the child's until its runtime starts (in the program's table); -1 */
@@ -61,18 +66,27 @@ void rt_fork_prepare(void)
 	fw.child_list_reset = !__libc_single_threaded;
 	rt_lock(); /* no eviction while the address space is copied */
 	/* Faults the forking thread takes from here on (glibc's fork reads the heap after the last
-	 * prepare handler, ours) are served under this hold. */
+	 * prepare handler, ours) are served under this hold, and evict nothing: what they bring in
+	 * (the FILEs below) must still be there when the address space is copied, and a backend
+	 * outside the process has copied its pages for the child by then. Room for them is made
+	 * now, so that the cap holds unless they are more than FORK_WINDOW_PAGES. */
+	if (atomic_load(&rt.phase) == RT_ON)
+		evict_make_room(FORK_WINDOW_PAGES);
 	atomic_store(&rt.fork_holder, rt_gettid());
 	fork_bring_in_files();
 	filemap_fork_prepare();
 	far_fork_prepare(); /* a backend outside the process copies its pages for the child */
+	rt_lock_wait_borrower(); /* the bookkeeping the child inherits is whole */
 }
 
 void rt_fork_parent(void)
 {
+	rt_lock_wait_borrower();
 	filemap_fork_parent();
 	far_fork_parent();
 	atomic_store(&rt.fork_holder, 0);
+	if (atomic_load(&rt.phase) == RT_ON)
+		evict_make_room(0); /* the cap again, if the fork's faults went past it */
 	rt_unlock();
 	_IO_list_unlock();
 }
@@ -124,9 +138,11 @@ void rt_fork_child(void)
 {
 	pthread_mutex_init(&rt.lock, NULL);
 	atomic_store(&rt.fork_holder, 0);
+	atomic_store(&rt.fork_borrower, 0); /* the parent's handlers are not the child's */
 	if (!fw.child_list_reset)
 		_IO_list_unlock();
 	lock_order_fork_child();
+	sysstack_fork_child();
 	rt_lock_unmask_signals();
 	allocs_fork_child();
 	loader_fork_child();
@@ -175,15 +191,16 @@ static void fork_touch_thread_startup_data(void)
 
 /* Creating a thread reads the link map of every module with thread-local storage (its TLS
  * image); those of modules loaded with dlopen are on the heap. Brought in now, like the locale
- * data. A link map of glibc's is larger than <link.h> shows; its allocation holds at least
- * LINK_MAP_BYTES (glibc 2.36: about 1,150). */
-#define LINK_MAP_BYTES 1024
+ * data. A link map of glibc's is larger than <link.h> shows: in glibc 2.36 its TLS fields end at
+ * byte LINK_MAP_BYTES of 1,192 (gdb's ptype /o), and its allocation holds the whole of it. */
+#define LINK_MAP_BYTES 1168
 static void fork_touch_link_maps(void)
 {
 	for (struct link_map *m = _r_debug.r_map; m; m = m->l_next) {
 		const volatile char *p = (const volatile char *)m;
 		for (size_t off = 0; off < LINK_MAP_BYTES; off += 64)
 			(void)p[off];
+		(void)p[LINK_MAP_BYTES - 1];
 	}
 }
 

@@ -17,7 +17,6 @@
 
 #define MSG_BATCH 64
 #define PENDING_MAX 4096
-#define DEFERRED_MAX 1024 /* faults kept while a fork holds rt.lock: one per sleeping thread */
 #define WAKE_AFTER_NS (2 * 1000 * 1000ull)      /* a harmless early wake-up */
 #define CHECK_BLOCKED_AFTER_NS (50 * 1000 * 1000ull)
 
@@ -44,35 +43,95 @@ bool handler_is_current_thread(void)
 	return tls_is_handler;
 }
 
+/* A fault kept while a fork holds rt.lock: its message, served once the fork is over. */
+struct deferred_msg {
+	struct uffd_msg m;
+	int fd;
+};
+
+/* A fault served without the stack signal whose thread's stack could not be read while a fork held
+ * rt.lock: its thread sleeps on until the fork is over, then is unwound, noted and woken. */
+struct deferred_note {
+	struct rt_thread req; /* the request as served: address, access, kind, fd */
+	struct rt_thread *t;
+	int tid;
+	bool record, unwind, in_state;
+	struct syscall_state s;
+	enum rt_nostack why;
+};
+
+/* Lists that grow by doubling: a program may have any number of threads waiting for a fork. */
 struct handler_ctx {
 	struct rt_thread *pending[PENDING_MAX];
 	unsigned npending;
-	struct { struct uffd_msg m; int fd; } deferred[DEFERRED_MAX];
-	unsigned ndeferred;
+	struct deferred_msg *deferred;
+	unsigned ndeferred, deferred_cap;
+	struct deferred_note *notes;
+	unsigned nnotes, notes_cap;
 };
 
+/* Room for one more entry in such a list (rt_map'd: the program's heap is no place for it). */
+static void *handler_list_room(void *v, unsigned n, unsigned *cap, size_t size)
+{
+	if (n < *cap)
+		return v;
+	unsigned ncap = *cap ? *cap * 2 : 64;
+	void *nv = rt_map((size_t)ncap * size);
+	if (!nv)
+		rt_die("handler", "no memory for the faults waiting for a fork", "free some memory and run again");
+	if (v) {
+		memcpy(nv, v, (size_t)n * size);
+		rt_unmap(v, (size_t)*cap * size);
+	}
+	*cap = ncap;
+	return nv;
+}
+
 /* A fault served without the stack signal: fltrace's own, sampled out, or in a system call (whose
- * stack is unwound here, `unwind`, while the thread still sleeps). */
-static void handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t, int tid, bool record,
+ * stack is unwound here, `unwind`, while the thread still sleeps). False if a fork kept the stack
+ * from being read: nothing is counted or recorded yet, and the thread must sleep on. */
+static bool handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t, int tid, bool record,
 				     const struct syscall_state *s, bool unwind, enum rt_nostack why)
 {
 	if (t && atomic_load(&t->busy)) {
 		/* Taken inside our stack handler (libunwind's TLS lookups read the thread's TLS vector,
 		 * which glibc allocated on the program's heap): fltrace's fault, not the program's. */
 		atomic_fetch_add(&rt.stats.faults_self, 1);
-		return;
+		return true;
 	}
-	count_fault(req->flags, req->kind);
 	if (!record) {
+		count_fault(req->flags, req->kind);
 		atomic_fetch_add(&rt.stats.faults_sampled_out, 1);
-		return;
+		return true;
 	}
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
 	uint64_t t0 = rt_mono_ns();
-	unsigned depth = unwind && t ? unwind_sleeping(t, tid, s, ips) : 0;
+	bool forked = false;
+	unsigned depth = unwind && t ? unwind_sleeping(t, tid, s, ips, &forked) : 0;
 	t0 = rt_time_add(&rt.stats.time.unwind, t0);
+	if (forked)
+		return false;
+	count_fault(req->flags, req->kind);
 	record_without_stack(req, t, tid, s, ips, depth, why);
 	rt_time_add(&rt.stats.time.record, t0);
+	return true;
+}
+
+static void handler_defer_note(struct handler_ctx *ctx, const struct rt_thread *req, struct rt_thread *t, int tid,
+			       bool record, const struct syscall_state *s, bool unwind, enum rt_nostack why)
+{
+	ctx->notes = handler_list_room(ctx->notes, ctx->nnotes, &ctx->notes_cap, sizeof(*ctx->notes));
+	struct deferred_note *d = &ctx->notes[ctx->nnotes++];
+	*d = (struct deferred_note){ .req = *req, .t = t, .tid = tid, .record = record, .unwind = unwind,
+				     .in_state = s != NULL, .why = why };
+	if (s)
+		d->s = *s;
+}
+
+static void handler_defer_msg(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
+{
+	ctx->deferred = handler_list_room(ctx->deferred, ctx->ndeferred, &ctx->deferred_cap, sizeof(*ctx->deferred));
+	ctx->deferred[ctx->ndeferred++] = (struct deferred_msg){ .m = *m, .fd = fd };
 }
 
 /* FLTRACE_TEST_HANDLER_LAG: this handler falls behind the thread it has just served, as one preempted
@@ -92,9 +151,7 @@ static void handler_test_lag(void)
 static bool handler_lock(void)
 {
 	uint64_t t0 = rt_mono_ns();
-	bool got;
-	while (!(got = rt_trylock()) && !atomic_load(&rt.fork_holder) && !(got = rt_lock_within(1000 * 1000)))
-		;
+	bool got = rt_lock_unless_fork();
 	rt_time_add(&rt.stats.time.lockwait, t0);
 	return got;
 }
@@ -179,7 +236,11 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	/* The thread sleeps until the record is written: a program that exits right after its last
 	 * fault must still find that fault in its trace. */
 	enum rt_nostack why = wanted_signal ? NOSTACK_GONE : s.nr >= -1 ? NOSTACK_UNWIND : NOSTACK_STATE;
-	handler_note_unsignalled(req, t, tid, record, s.nr >= -1 ? &s : NULL, unwind, why);
+	const struct syscall_state *state = s.nr >= -1 ? &s : NULL;
+	if (!handler_note_unsignalled(req, t, tid, record, state, unwind, why)) {
+		handler_defer_note(ctx, req, t, tid, record, state, unwind, why);
+		return true;
+	}
 	uffd_wake(fd, addr, rt.page_size);
 	return true;
 }
@@ -192,31 +253,49 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int
 	uint64_t t0 = rt_mono_ns();
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	bool holder = tid && atomic_load(&rt.fork_holder) == tid;
-	if (holder)
-		rt_lock_borrow();
-	bool done = handler_fault_serve(ctx, m, fd, holder);
-	if (holder)
-		rt_lock_return();
-	if (!done) {
-		if (ctx->ndeferred == DEFERRED_MAX) /* cannot happen: one fault per sleeping thread */
-			rt_die("handler", "more faults waiting for a fork than threads", "report this as a bug of fltrace");
-		ctx->deferred[ctx->ndeferred].m = *m;
-		ctx->deferred[ctx->ndeferred++].fd = fd;
+	/* Another handler may act under the holder's hold right now: this fault then waits too. */
+	bool done = false;
+	if (!holder || rt_lock_borrow()) {
+		done = handler_fault_serve(ctx, m, fd, holder);
+		if (holder)
+			rt_lock_return();
 	}
+	if (!done)
+		handler_defer_msg(ctx, m, fd);
 	rt_time_add(&rt.stats.time.serve, t0);
 }
 
-/* The faults kept while a fork held rt.lock, once it has ended (one that meets another fork is
- * kept again). */
+/* Faults served during a fork whose stacks are read now that it is over (one that meets another
+ * fork waits again). */
+static void handler_finish_notes(struct handler_ctx *ctx)
+{
+	unsigned n = ctx->nnotes;
+	ctx->nnotes = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct deferred_note d = ctx->notes[i];
+		if (handler_note_unsignalled(&d.req, d.t, d.tid, d.record, d.in_state ? &d.s : NULL, d.unwind, d.why))
+			uffd_wake(d.req.uffd, d.req.addr, rt.page_size);
+		else
+			ctx->notes[ctx->nnotes++] = d; /* at most at index i: no growth */
+	}
+}
+
+/* The faults kept while a fork held rt.lock: all once it has ended, the forking thread's own as soon
+ * as no other handler acts under its hold (one that meets a fork again is kept again, at an index
+ * no higher than its own). */
 static void handler_retry_deferred(struct handler_ctx *ctx)
 {
-	if (!ctx->ndeferred || atomic_load(&rt.fork_holder))
-		return;
+	int holder = atomic_load(&rt.fork_holder);
+	if (ctx->nnotes && !holder)
+		handler_finish_notes(ctx);
 	unsigned n = ctx->ndeferred;
 	ctx->ndeferred = 0;
 	for (unsigned i = 0; i < n; i++) {
-		struct uffd_msg m = ctx->deferred[i].m;
-		handler_fault(ctx, &m, ctx->deferred[i].fd);
+		struct deferred_msg d = ctx->deferred[i];
+		if (holder && (int)d.m.arg.pagefault.feat.ptid != holder)
+			ctx->deferred[ctx->ndeferred++] = d;
+		else
+			handler_fault(ctx, &d.m, d.fd);
 	}
 }
 
@@ -237,8 +316,9 @@ static bool record_blocked_thread(struct rt_thread *t, int tid)
 	unsigned depth = 0;
 	struct syscall_state at = { .nr = -1, .pc = t->pc_at_fault, .sp = t->sp_at_fault };
 	bool asleep = fate == SIG_HELD && still_in_state(t, tid, &at);
+	bool forked = false; /* a fork kept its stack from being read: recorded without (rare) */
 	if (asleep)
-		depth = unwind_sleeping(t, tid, &at, ips);
+		depth = unwind_sleeping(t, tid, &at, ips, &forked);
 	record_without_stack(t, t, tid, &at, ips, depth,
 			     fate == SIG_GONE ? NOSTACK_GONE : asleep ? NOSTACK_UNWIND : NOSTACK_BLOCKED);
 	atomic_store(&t->state, REQ_IDLE);
@@ -367,7 +447,7 @@ static void *handler_main(void *arg)
 		}
 		uint64_t t0 = rt_mono_ns();
 		atomic_fetch_add_explicit(&rt.stats.time.wakeups, 1, memory_order_relaxed);
-		int polled = poll(pfd, nfds, ctx->npending || ctx->ndeferred ? 1 : 200);
+		int polled = poll(pfd, nfds, ctx->npending || ctx->ndeferred || ctx->nnotes ? 1 : 200);
 		rt_time_add(&rt.stats.time.idle, t0);
 		if (polled < 0 && errno != EINTR)
 			break;

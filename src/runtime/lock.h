@@ -11,6 +11,7 @@ enum rt_lock_level {
 	LOCK_LOADER = 1,   /* lm.lock (loader.c), rwlock: the loader's objects, across dlopen/dlclose */
 	LOCK_RT,           /* rt.lock (runtime.c), mutex: regions, page states, resident set, far store */
 	LOCK_LOADER_TABLE, /* lm.table_lock (loader.c): the ranges taken over from the loader */
+	LOCK_OBJECTS,      /* objs.lock (sysstack.c): the loaded objects' table that handlers unwind with */
 	LOCK_ALLOCS,       /* al.lock (allocs.c), mutex: the live allocations recorded */
 	LOCK_TRACE_STACKS, /* tr.stack_lock (trace.c): the interned stacks */
 	LOCK_TRACE_GROW,   /* tr.grow_lock (trace.c): growing the trace file */

@@ -122,6 +122,9 @@ struct rt {
 	/* The thread that holds rt.lock across a fork (fork.c), 0 if none: the only fault it can sleep
 	 * in meanwhile is one of its own, which a handler serves under that hold (rt_lock_borrow). */
 	_Atomic int fork_holder;
+	/* The handler thread that acts under that hold now, 0 if none: one at a time (a program signal
+	 * can wake the holder out of its fault, and its next fault reach another handler). */
+	_Atomic int fork_borrower;
 	struct rt_stats stats;
 	uint64_t start_realtime_ns, start_mono_ns;
 };
@@ -137,11 +140,16 @@ void rt_lock(void);
 void rt_unlock(void);
 bool rt_trylock(void);
 bool rt_lock_within(uint64_t ns); /* rt_lock, giving up after `ns` nanoseconds (false) */
+/* rt_lock for a handler thread: false while a fork holds the lock, whose thread may be waiting
+ * for this very handler to serve its fault. */
+bool rt_lock_unless_fork(void);
 /* A handler serving a fault of rt.fork_holder acts under the holder's hold: rt_lock, rt_trylock
- * and rt_unlock do nothing in this thread until rt_lock_return. */
-void rt_lock_borrow(void);
+ * and rt_unlock do nothing in this thread until rt_lock_return. False if another handler acts
+ * under it now. */
+bool rt_lock_borrow(void);
 void rt_lock_return(void);
 bool rt_lock_borrowed(void);
+void rt_lock_wait_borrower(void); /* the fork holder: until no handler acts under its hold */
 void rt_lock_unmask_signals(void); /* fork child: the parent's rt_lock masked them */
 void rt_fork_prepare(void);
 void rt_fork_parent(void);

@@ -56,14 +56,27 @@ void rt_lock_unmask_signals(void)
  * sleeps in the fault, so nothing it guards can change under the handler. */
 static __thread bool tls_lock_borrowed;
 
-void rt_lock_borrow(void)
+bool rt_lock_borrow(void)
 {
+	int none = 0;
+	if (!atomic_compare_exchange_strong(&rt.fork_borrower, &none, rt_gettid()))
+		return false;
 	tls_lock_borrowed = true;
+	return true;
 }
 
 void rt_lock_return(void)
 {
 	tls_lock_borrowed = false;
+	atomic_store(&rt.fork_borrower, 0);
+}
+
+/* A program signal can wake the holder out of its fault while a handler still changes what the
+ * hold guards: the holder must not release the hold, or fork, before that handler is done. */
+void rt_lock_wait_borrower(void)
+{
+	while (atomic_load(&rt.fork_borrower))
+		sched_yield();
 }
 
 bool rt_lock_borrowed(void)
@@ -112,6 +125,17 @@ bool rt_lock_within(uint64_t ns)
 	lock_order_drop(LOCK_RT);
 	rt_lock_unmask_signals();
 	return false;
+}
+
+bool rt_lock_unless_fork(void)
+{
+	while (!rt_trylock()) {
+		if (atomic_load(&rt.fork_holder))
+			return false;
+		if (rt_lock_within(1000 * 1000))
+			return true;
+	}
+	return true;
 }
 
 void rt_unlock(void)

@@ -231,7 +231,8 @@ bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, bool *signal)
 		return false;
 	}
 	uint64_t t0 = rt_mono_ns();
-	int room = evict_make_room(1);
+	/* Under a fork's hold nothing is evicted (rt_fork_prepare made room before). */
+	int room = rt_lock_borrowed() ? 0 : evict_make_room(1);
 	rt_time_add(&rt.stats.time.evict, t0);
 	if (room == -ENOSPC)
 		handler_die_maxmem();

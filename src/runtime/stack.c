@@ -200,11 +200,12 @@ bool handler_owns_signal(int sig)
 	return rt.phase != RT_OFF && sig == rt.sig;
 }
 
-/* The stack of a sleeping thread, unwound from here; 0 frames if it did not stay asleep. */
-unsigned unwind_sleeping(struct rt_thread *t, int tid, const struct syscall_state *s, uint64_t *ips)
+/* The stack of a sleeping thread, unwound from here; 0 frames if it did not stay asleep, or if a
+ * fork kept its stack from being read (*forked: unwind it again once the fork is over). */
+unsigned unwind_sleeping(struct rt_thread *t, int tid, const struct syscall_state *s, uint64_t *ips, bool *forked)
 {
 	bool fresh;
-	unsigned depth = sysstack_unwind(tid, s->nr, s->pc, s->sp, ips, rt.cfg.stack_depth, &fresh);
+	unsigned depth = sysstack_unwind(tid, s->nr, s->pc, s->sp, ips, rt.cfg.stack_depth, &fresh, forked);
 	/* A stack reused from the cache had its return addresses checked in place already. */
 	if (depth && fresh && !still_in_state(t, tid, s))
 		depth = 0;

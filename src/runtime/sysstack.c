@@ -38,8 +38,9 @@ struct object_table {
 };
 
 /* The table is rebuilt by maps_snapshot (program or stats thread: it walks the loader's lists,
- * which a handler must never do) into the spare copy, then published under rt.lock. */
+ * which a handler must never do) into the spare copy, then published under objs.lock. */
 static struct {
+	struct rt_spinlock lock; /* the live table is read (a binary search) or swapped under it */
 	struct object_table *tables[2];
 	_Atomic(struct object_table *) live;
 	struct object_table *building;
@@ -50,6 +51,7 @@ static struct {
 struct reader {
 	uint64_t pc, sp, fp;
 	bool have_fp;
+	bool forked; /* a page could not be read: a fork held rt.lock (the unwind is to be redone) */
 	uintptr_t page[CACHE_PAGES];
 	unsigned next, last; /* last: the entry hit most recently (reads come in runs) */
 	char *data;
@@ -128,16 +130,22 @@ void sysstack_objects_refresh(void)
 	objs.building = t;
 	threads_dl_iterate_phdr(object_table_add, NULL);
 	object_table_sort(t);
-	rt_lock();
+	rt_spin_lock(&objs.lock, LOCK_OBJECTS);
 	atomic_store(&objs.live, t);
 	atomic_fetch_add(&objs.generation, 1);
-	rt_unlock();
+	rt_spin_unlock(&objs.lock, LOCK_OBJECTS);
+}
+
+void sysstack_fork_child(void)
+{
+	rt_spin_reset(&objs.lock);
 }
 
 static bool object_find(uintptr_t ip, struct sys_object *out)
 {
 	bool found = false;
-	rt_lock();
+	/* Not rt.lock: a fork may hold that one, waiting for this very handler. */
+	rt_spin_lock(&objs.lock, LOCK_OBJECTS);
 	const struct object_table *t = atomic_load(&objs.live);
 	unsigned lo = 0, hi = t ? t->n : 0;
 	while (lo < hi) {
@@ -152,16 +160,20 @@ static bool object_find(uintptr_t ip, struct sys_object *out)
 			break;
 		}
 	}
-	rt_unlock();
+	rt_spin_unlock(&objs.lock, LOCK_OBJECTS);
 	return found;
 }
 
 /* ---- memory: the thread's stack and the objects' unwind tables ---- */
 
-/* A tracked page that is not resident would fault inside process_vm_readv, on this very handler. */
-static bool page_read(uintptr_t page, char *dst)
+/* A tracked page that is not resident would fault inside process_vm_readv, on this very handler.
+ * While a fork holds rt.lock, nothing is read: the forking thread may need this handler first. */
+static bool page_read(struct reader *r, uintptr_t page, char *dst)
 {
-	rt_lock();
+	if (!rt_lock_unless_fork()) {
+		r->forked = true;
+		return false;
+	}
 	uint32_t *pg = region_page(page);
 	bool ok = !pg || pg_state(*pg) == PAGE_PRESENT;
 	if (ok) {
@@ -184,7 +196,7 @@ static const char *reader_page(struct reader *r, uintptr_t page)
 	unsigned i = r->next++ % CACHE_PAGES;
 	char *dst = r->data + ((size_t)i << rt.page_shift);
 	r->page[i] = 0;
-	if (!page_read(page, dst))
+	if (!page_read(r, page, dst))
 		return NULL;
 	r->page[i] = page;
 	r->last = i;
@@ -395,14 +407,14 @@ static struct frames *cache_lookup(int tid, long nr, uint64_t pc, uint64_t sp, s
 	return NULL;
 }
 
-static struct frames *cache_slot(int tid, long nr, uint64_t pc, uint64_t sp)
+static struct cache_entry *cache_slot(int tid, long nr, uint64_t pc, uint64_t sp)
 {
 	struct cache_entry *e = &tls_cache[tls_cache_next++ % CACHE_ENTRIES];
 	e->tid = tid;
 	e->nr = nr;
 	e->pc = pc;
 	e->sp = sp;
-	return &e->f;
+	return e;
 }
 
 static bool sysstack_thread_init(void)
@@ -427,9 +439,11 @@ static bool sysstack_thread_init(void)
 
 /* The program's stack at a system call (nr >= 0) or a user-mode fault (nr -1): the pc first, then
  * its callers. Handler threads only; the thread must stay asleep. */
-unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh)
+unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh,
+			 bool *forked)
 {
 	*fresh = true;
+	*forked = false;
 	if (!sysstack_thread_init())
 		return 0;
 	unsigned generation = atomic_load(&objs.generation);
@@ -444,8 +458,17 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
 	struct frames *f = cache_lookup(tid, nr, pc, sp, r);
 	*fresh = !f;
 	if (!f) {
-		f = cache_slot(tid, nr, pc, sp);
+		struct cache_entry *e = cache_slot(tid, nr, pc, sp);
+		f = &e->f;
 		unwind_with_frame_pointer_guess(r, f, want);
+		if (r->forked) { /* cut short by a fork: nothing to keep */
+			e->tid = 0;
+			*forked = true;
+			return 0;
+		}
+	} else if (r->forked) {
+		*forked = true;
+		return 0;
 	}
 	/* In a system call, our frames are an interposed wrapper's; at a fault in user mode they are
 	 * the program's malloc (our jemalloc), kept as the stack signal's handler keeps them. */

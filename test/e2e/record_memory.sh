@@ -40,6 +40,14 @@ done
 # resizing that thread's TLS vector on the heap. Evicted, either read as zeros there: the children
 # died of SIGSEGV.
 same_output memops_forkdlopen "$L8" "$PROGS/memops" forkdlopen
+# fork beside a thread faulting in read(2), whose stack the handler reads itself: a handler waiting
+# for the lock the fork holds could not serve the forking thread's fault (hung, or stopped by the
+# watchdog, in 3 runs of 3 of the review's 300-fork version)
+same_output memops_forkunwind "-L 4 -M 1024" "$PROGS/memops" forkunwind &&
+	expect_stat memops_forkunwind_stacks "$TMP/memops_forkunwind" faults_nostack -eq 0
+# fork with more FILEs than -L holds: brought in before the copy, none evicted again (the children
+# died of SIGSEGV)
+same_output memops_forkfiles "-L 4 -M 1024" "$PROGS/memops" forkfiles
 cat > "$TMP/fork_thread.py" <<- 'EOF'
 	import os, threading
 	ev = threading.Event()

@@ -405,6 +405,88 @@ static int mode_forkdlopen(void)
 	return 0;
 }
 
+/* fork while another thread faults inside read(2) again and again (the raw system call, as glibc's
+ * own stdio makes it: fltrace's handler unwinds each such fault itself, reading the thread's stack
+ * under rt.lock). The forking thread holds that lock across the fork and its prepare handler
+ * brings in the program's FILEs: a handler waiting for the lock could not serve the fault the
+ * fork waited for (it hung, or the watchdog stopped it). */
+static volatile int stop_reading;
+static void *reader_thread(void *arg)
+{
+	(void)arg;
+	int fd = open("/dev/zero", O_RDONLY);
+	size_t n = 32 * MB, chunk = 64 * 1024;
+	char *a = malloc(n);
+	while (!stop_reading)
+		for (size_t off = 0; off < n && !stop_reading; off += chunk)
+			syscall(SYS_read, fd, a + off, chunk);
+	close(fd);
+	return a;
+}
+
+static int mode_forkunwind(void)
+{
+	enum { NFILES = 64, NFORKS = 150 };
+	FILE *f[NFILES];
+	for (int i = 0; i < NFILES; i++)
+		if (!(f[i] = fopen("/dev/null", "w"))) {
+			perror("fopen");
+			return 3;
+		}
+	pthread_t t;
+	pthread_create(&t, NULL, reader_thread, NULL);
+	int bad = 0;
+	for (int i = 0; i < NFORKS; i++) {
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(fprintf(f[i % NFILES], "child %d\n", i) > 0 ? 0 : 1);
+		int st;
+		waitpid(pid, &st, 0);
+		bad += !WIFEXITED(st) || WEXITSTATUS(st);
+		struct timespec ms = { 0, 1000 * 1000 };
+		nanosleep(&ms, NULL);
+	}
+	stop_reading = 1;
+	void *a;
+	pthread_join(t, &a);
+	printf("%d forks beside a thread reading into evicted memory: %d bad children; read %016llx\n", NFORKS, bad,
+	       (unsigned long long)checksum(a, 32 * MB));
+	for (int i = 0; i < NFILES; i++)
+		fclose(f[i]);
+	return 0;
+}
+
+/* fork with more open FILEs than -L holds, all evicted: fltrace's prepare handler brings each in,
+ * and nothing may be evicted again before the address space is copied (the child's glibc resets
+ * every FILE's lock before its runtime starts; one evicted read as zeros there: the children died
+ * of SIGSEGV). */
+static int mode_forkfiles(void)
+{
+	enum { NFILES = 40000 };
+	FILE **f = malloc(NFILES * sizeof(*f));
+	for (int i = 0; i < NFILES; i++)
+		if (!(f[i] = fmemopen(NULL, 64, "w+"))) {
+			perror("fmemopen");
+			return 3;
+		}
+	pthread_t t;
+	pthread_create(&t, NULL, idle_thread, NULL);
+	size_t n = 16 * MB;
+	char *junk = heap(n, 51);
+	for (int i = 0; i < 3; i++) {
+		scan(junk, n);
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(fprintf(f[i * 997], "child %d\n", i) > 0 ? 0 : 1);
+		int st;
+		waitpid(pid, &st, 0);
+		printf("%d FILEs, child %d: exit %d\n", NFILES, i, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+	return 0;
+}
+
 /* Memory emptied behind fltrace's back (a raw madvise system call, not the interposed function):
  * its bookkeeping says the page is there, the kernel keeps reporting the fault. fltrace must stop
  * the program with a message, never spin forever. */
@@ -424,7 +506,7 @@ static const struct {
 	{ "fork", mode_fork },     { "syscalls", mode_syscalls }, { "remap", mode_remap },
 	{ "madvise", mode_madvise }, { "signals", mode_signals }, { "waits", mode_waits },
 	{ "dup2", mode_dup2 },     { "rawzap", mode_rawzap }, { "forkthreads", mode_forkthreads },
-	{ "forkdlopen", mode_forkdlopen },
+	{ "forkdlopen", mode_forkdlopen }, { "forkunwind", mode_forkunwind }, { "forkfiles", mode_forkfiles },
 };
 
 int main(int argc, char **argv)
@@ -434,6 +516,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[1], modes[i].name))
 			return modes[i].run();
-	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|syscalls|remap|madvise|signals|waits|dup2|rawzap|exit HOW\n");
+	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|syscalls|remap|madvise|signals|waits|\n"
+			"              dup2|rawzap|exit HOW\n");
 	return 2;
 }
