@@ -145,6 +145,31 @@ static void handler_test_lag(void)
 		;
 }
 
+/* The thread's state at its fault (thread_syscall_state), or -EAGAIN at once for a restless thread.
+ * A thread signalled again and again inside a system call (a timer's signal during a big write)
+ * leaves each fault before it can be seen asleep there, and the kernel retries the copy at once:
+ * woken unserved to be read at its next try, it would fault for ever, and reading the state of a
+ * thread on its way to sleep costs the kernel a scheduler tick. So after one fault woken so, its
+ * next RESTLESS_FAULTS are served without its state (their stacks unknown: faults_nostack_state),
+ * then it is read again. */
+#define RESTLESS_FAULTS 256
+static int handler_state(struct rt_thread *t, int tid, struct syscall_state *s, bool *reraise)
+{
+	*reraise = false;
+	if (t->restless > 1) {
+		t->restless--;
+		return -EAGAIN;
+	}
+	int err = thread_syscall_state(t, tid, s);
+	if (err != -EAGAIN) {
+		t->restless = 0;
+		return err;
+	}
+	*reraise = t->restless == 0;
+	t->restless = *reraise ? 1 : RESTLESS_FAULTS + 1;
+	return err;
+}
+
 /* Takes rt.lock, counting the wait; false while a fork holds it (rt.fork_holder): the fault then
  * waits, its message kept, and this handler stays free to serve the holder's own fault, which the
  * holder would otherwise wait for with the lock held. */
@@ -180,9 +205,10 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	/* A thread inside our signal handler, or with a request still open, gets no second signal. */
 	bool busy = !t || atomic_load(&t->busy) || atomic_load(&t->state) != REQ_IDLE;
 	uint64_t t0 = rt_mono_ns();
-	int state_err = record && !busy ? thread_syscall_state(t, tid, &s) : 0;
+	bool reraise = false;
+	int state_err = record && !busy ? handler_state(t, tid, &s, &reraise) : 0;
 	rt_time_add(&rt.stats.time.procfs, t0);
-	if (state_err == -EAGAIN) {
+	if (reraise) {
 		/* Never seen asleep in its fault: the thread left it (something else woke it) or was
 		 * kept from going to sleep there for long (a busy machine). Either way, woken, it
 		 * retries the access, and faults again if the page is still missing: that fault is

@@ -45,6 +45,9 @@ same_output memops_forkdlopen "$L8" "$PROGS/memops" forkdlopen
 # watchdog, in 3 runs of 3 of the review's 300-fork version)
 same_output memops_forkunwind "-L 4 -M 1024" "$PROGS/memops" forkunwind &&
 	expect_stat memops_forkunwind_stacks "$TMP/memops_forkunwind" faults_nostack -eq 0
+# write(2) of an evicted buffer while another thread signals the writer every 200 us: each fault
+# of the kernel's copy is left before the thread is seen asleep in it (it faulted for ever)
+same_output memops_sigwrite "-L 8 -M 1024 --policy fifo" "$PROGS/memops" sigwrite
 # fork with more FILEs than -L holds: brought in before the copy, none evicted again (the children
 # died of SIGSEGV)
 same_output memops_forkfiles "-L 4 -M 1024" "$PROGS/memops" forkfiles

@@ -487,6 +487,62 @@ static int mode_forkfiles(void)
 	return 0;
 }
 
+/* write(2) of an evicted buffer while another thread signals the writer every 200 us (a handler
+ * that counts, SA_RESTART): the kernel's copy faults on page after page with a signal pending, and
+ * the thread leaves each fault before it can be seen asleep there. Woken unserved each time to be
+ * read again, it faulted for ever. */
+static volatile sig_atomic_t usr1_hits, stop_pestering;
+static pthread_t writer;
+static void count_usr1(int sig) { (void)sig; usr1_hits++; }
+static void *pester_thread(void *arg)
+{
+	struct timespec t = { 0, 200 * 1000 };
+	while (!stop_pestering) {
+		pthread_kill(writer, SIGUSR1);
+		nanosleep(&t, NULL);
+	}
+	return arg;
+}
+
+static int mode_sigwrite(void)
+{
+	size_t n = 24 * MB;
+	char *a = heap(n, 61), *junk = heap(n, 62);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = count_usr1;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
+	writer = pthread_self();
+	FILE *out = tmpfile();
+	if (!out) {
+		perror("tmpfile");
+		return 3;
+	}
+	int fd = fileno(out);
+	pthread_t t;
+	pthread_create(&t, NULL, pester_thread, NULL);
+	size_t total = 0;
+	for (int r = 0; r < 2; r++) {
+		scan(junk, n); /* evicts the buffer */
+		lseek(fd, 0, SEEK_SET);
+		for (size_t off = 0; off < n;) {
+			ssize_t w = write(fd, a + off, n - off);
+			if (w > 0) {
+				off += (size_t)w;
+				total += (size_t)w;
+			}
+		}
+	}
+	stop_pestering = 1;
+	pthread_join(t, NULL);
+	char *back = malloc(n);
+	ssize_t got = pread(fd, back, n, 0);
+	printf("wrote %zu bytes under signals; read back %zd: %s\n", total, got,
+	       got == (ssize_t)n && !memcmp(a, back, n) ? "same" : "DIFFERENT");
+	return 0;
+}
+
 /* Memory emptied behind fltrace's back (a raw madvise system call, not the interposed function):
  * its bookkeeping says the page is there, the kernel keeps reporting the fault. fltrace must stop
  * the program with a message, never spin forever. */
@@ -507,6 +563,7 @@ static const struct {
 	{ "madvise", mode_madvise }, { "signals", mode_signals }, { "waits", mode_waits },
 	{ "dup2", mode_dup2 },     { "rawzap", mode_rawzap }, { "forkthreads", mode_forkthreads },
 	{ "forkdlopen", mode_forkdlopen }, { "forkunwind", mode_forkunwind }, { "forkfiles", mode_forkfiles },
+	{ "sigwrite", mode_sigwrite },
 };
 
 int main(int argc, char **argv)
@@ -516,7 +573,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[1], modes[i].name))
 			return modes[i].run();
-	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|syscalls|remap|madvise|signals|waits|\n"
+	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|sigwrite|syscalls|remap|madvise|signals|waits|\n"
 			"              dup2|rawzap|exit HOW\n");
 	return 2;
 }
