@@ -23,6 +23,7 @@
 #include "maps.h"
 #include "stats.h"
 #include "sysstack.h"
+#include "dlwalk.h"
 
 /* glibc's list of open FILEs and its lock (exported, not declared in its headers). */
 extern FILE *_IO_list_all;
@@ -62,6 +63,7 @@ void rt_fork_prepare(void)
 	/* The FILE list's lock before rt.lock, and held to the end of the fork (glibc's fork takes it
 	 * too, after this handler; it is recursive): a thread holding it may fault (flushing a
 	 * buffer), and its fault waits for the fork while rt.lock is held. */
+	maps_fork_prepare(); /* first: a snapshot under way may need faults served, and no lock of ours */
 	_IO_list_lock();
 	fw.child_list_reset = !__libc_single_threaded;
 	rt_lock(); /* no eviction while the address space is copied */
@@ -89,6 +91,7 @@ void rt_fork_parent(void)
 		evict_make_room(0); /* the cap again, if the fork's faults went past it */
 	rt_unlock();
 	_IO_list_unlock();
+	maps_fork_parent();
 }
 
 /* The child's fd table is a copy of the forking thread's: none of the parent's private fds are
@@ -143,6 +146,7 @@ void rt_fork_child(void)
 		_IO_list_unlock();
 	lock_order_fork_child();
 	sysstack_fork_child();
+	dlwalk_fork_child();
 	rt_lock_unmask_signals();
 	allocs_fork_child();
 	loader_fork_child();

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <string.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "fltrace/fmt.h"
@@ -171,6 +172,21 @@ void maps_snapshot(void)
 		threads_dl_iterate_phdr(object_record, NULL);
 		sysstack_objects_refresh();
 	}
+	atomic_store(&mh.lock, 0);
+}
+
+/* A snapshot walks the loader's list under the loader's lock (dl_iterate_phdr); one under way at
+ * fork leaves that lock held in the child by a thread the child does not have (glibc 2.36 does not
+ * reset it), and the child's own first snapshot waited for it for ever (CPython's
+ * test_many_processes, 2 runs in 4). */
+void maps_fork_prepare(void)
+{
+	while (atomic_exchange(&mh.lock, 1))
+		sched_yield();
+}
+
+void maps_fork_parent(void)
+{
 	atomic_store(&mh.lock, 0);
 }
 

@@ -5,6 +5,8 @@
 #include "rt.h"
 
 void maps_snapshot(void);        /* if /proc/self/maps changed: record it */
+void maps_fork_prepare(void);    /* no snapshot under way across a fork (until maps_fork_parent) */
+void maps_fork_parent(void);
 void maps_close(void);
 void maps_fork_child(void);      /* after fork: a history (and files) of the child's own */
 

@@ -11,6 +11,7 @@
 #include "fltrace/fmt.h"
 #include "fltrace/rtconfig.h"
 #include "far.h"
+#include "dlwalk.h"
 #include "uffd.h"
 #include "region.h"
 #include "evict.h"
@@ -349,6 +350,7 @@ __attribute__((constructor(101))) static void rt_init(void)
 		rt_die("runtime", "cannot reserve its bookkeeping memory", "lower -M");
 	handler_signal_init();
 	prefault_init();
+	dlwalk_init();
 	rt_start_process();
 }
 

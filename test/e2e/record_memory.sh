@@ -45,6 +45,9 @@ same_output memops_forkdlopen "$L8" "$PROGS/memops" forkdlopen
 # watchdog, in 3 runs of 3 of the review's 300-fork version)
 same_output memops_forkunwind "-L 4 -M 1024" "$PROGS/memops" forkunwind &&
 	expect_stat memops_forkunwind_stacks "$TMP/memops_forkunwind" faults_nostack -eq 0
+# fork beside a thread walking the loaded objects: the child inherits the loader's lock of that
+# list held, and its runtime walks the list as it starts (children hung, 3 forks in 200)
+same_output memops_forkwalk "$L8" "$PROGS/memops" forkwalk
 # write(2) of an evicted buffer while another thread signals the writer every 200 us: each fault
 # of the kernel's copy is left before the thread is seen asleep in it (it faulted for ever)
 same_output memops_sigwrite "-L 8 -M 1024 --policy fifo" "$PROGS/memops" sigwrite

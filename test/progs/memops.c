@@ -1,6 +1,7 @@
 /* Test workload: one mode per memory operation that tracing must not disturb. Each mode works on
  * more memory than the -L the tests give it and prints what it read: the output must not change. */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -487,6 +488,46 @@ static int mode_forkfiles(void)
 	return 0;
 }
 
+/* fork while another thread walks the loaded objects (dl_iterate_phdr) in a loop, as an unwinder
+ * does: the child inherits the loader's lock of that list held by a thread it does not have, and
+ * the child's runtime walks the list as it starts (children hung, 3 forks in 200). */
+static volatile int stop_walking;
+static int count_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info, (void)size;
+	(*(long *)arg)++;
+	return 0;
+}
+
+static void *walker_thread(void *arg)
+{
+	long n = 0;
+	while (!stop_walking)
+		dl_iterate_phdr(count_object, &n);
+	return arg;
+}
+
+static int mode_forkwalk(void)
+{
+	enum { NFORKS = 150 };
+	pthread_t t;
+	pthread_create(&t, NULL, walker_thread, NULL);
+	int exited = 0;
+	for (int i = 0; i < NFORKS; i++) {
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(0);
+		int st;
+		waitpid(pid, &st, 0);
+		exited += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	}
+	stop_walking = 1;
+	pthread_join(t, NULL);
+	printf("%d forks beside a thread walking the loaded objects: %d children exited\n", NFORKS, exited);
+	return 0;
+}
+
 /* write(2) of an evicted buffer while another thread signals the writer every 200 us (a handler
  * that counts, SA_RESTART): the kernel's copy faults on page after page with a signal pending, and
  * the thread leaves each fault before it can be seen asleep there. Woken unserved each time to be
@@ -563,7 +604,7 @@ static const struct {
 	{ "madvise", mode_madvise }, { "signals", mode_signals }, { "waits", mode_waits },
 	{ "dup2", mode_dup2 },     { "rawzap", mode_rawzap }, { "forkthreads", mode_forkthreads },
 	{ "forkdlopen", mode_forkdlopen }, { "forkunwind", mode_forkunwind }, { "forkfiles", mode_forkfiles },
-	{ "sigwrite", mode_sigwrite },
+	{ "sigwrite", mode_sigwrite },     { "forkwalk", mode_forkwalk },
 };
 
 int main(int argc, char **argv)
@@ -573,7 +614,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[1], modes[i].name))
 			return modes[i].run();
-	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|sigwrite|syscalls|remap|madvise|signals|waits|\n"
+	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|forkwalk|sigwrite|\n"
+			"              syscalls|remap|madvise|signals|waits|\n"
 			"              dup2|rawzap|exit HOW\n");
 	return 2;
 }
