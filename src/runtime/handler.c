@@ -140,7 +140,8 @@ static void handler_test_lag(void)
 {
 	if (!rt.cfg.test_handler_lag_ns)
 		return;
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)rt.cfg.test_handler_lag_ns };
+	uint64_t ns = rt.cfg.test_handler_lag_ns;
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u) };
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 }

@@ -147,12 +147,18 @@ static void maps_open_text(void)
 	mh.procmaps_fd = rt_fd_open(path, O_WRONLY | O_CREAT | O_APPEND, 0600, NULL);
 }
 
+/* One snapshot at a time; a fork waits for the one under way (maps_fork_prepare). */
+static void maps_lock(void)
+{
+	while (atomic_exchange(&mh.lock, 1))
+		sched_yield();
+}
+
 /* Cheap when nothing changed (one read of /proc/self/maps); called at start, around dlopen and
  * dlclose, and once a second. */
 void maps_snapshot(void)
 {
-	while (atomic_exchange(&mh.lock, 1))
-		;
+	maps_lock();
 	if (!mh.buf) {
 		mh.buf = rt_map(MAPS_MAX);
 		mh.seen = rt_map(SEEN_MAX * sizeof(uint64_t));
@@ -181,8 +187,7 @@ void maps_snapshot(void)
  * test_many_processes, 2 runs in 4). */
 void maps_fork_prepare(void)
 {
-	while (atomic_exchange(&mh.lock, 1))
-		sched_yield();
+	maps_lock();
 }
 
 void maps_fork_parent(void)

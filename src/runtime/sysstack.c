@@ -455,18 +455,16 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
 	*r = (struct reader){ .pc = pc, .sp = sp, .data = r->data };
 	/* Room for our own frames beyond --depth, and one more to tell a cut stack. */
 	unsigned want = max + OWN_FRAMES_MAX + 1;
-	struct frames *f = cache_lookup(tid, nr, pc, sp, r);
+	struct frames *f = cache_lookup(tid, nr, pc, sp, r); /* NULL too if a fork kept a page */
 	*fresh = !f;
-	if (!f) {
+	if (!f && !r->forked) {
 		struct cache_entry *e = cache_slot(tid, nr, pc, sp);
 		f = &e->f;
 		unwind_with_frame_pointer_guess(r, f, want);
-		if (r->forked) { /* cut short by a fork: nothing to keep */
-			e->tid = 0;
-			*forked = true;
-			return 0;
-		}
-	} else if (r->forked) {
+		if (r->forked)
+			e->tid = 0; /* cut short by a fork: nothing to keep */
+	}
+	if (r->forked) {
 		*forked = true;
 		return 0;
 	}
