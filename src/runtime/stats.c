@@ -151,11 +151,11 @@ void stats_write_line(void)
 	kv(&f, "page_state_illegal", atomic_load(&pc->illegal));
 	kv(&f, "faults_stuck", atomic_load(&pc->stuck));
 	kv(&f, "tracked_bytes", region_tracked_bytes());
-	/* The far store lives in the process too (evicted pages and clock's probation): not the
-	 * program's untracked memory. What is left: stacks, static data, code, shared and file
-	 * mappings, and fltrace's own small bookkeeping. */
+	/* The far store lives in the process too (evicted pages and probation), and so does the
+	 * trace's unreleased tail: not the program's untracked memory. What is left: stacks, static
+	 * data, code, shared and file mappings, and fltrace's own small bookkeeping. */
 	uint64_t far_held = (atomic_load(&pc->far) + atomic_load(&pc->inactive)) * ps;
-	uint64_t ours = resident + far_held;
+	uint64_t ours = resident + far_held + trace_unreleased_bytes();
 	kv(&f, "untracked_rss_bytes", rss > ours ? rss - ours : 0);
 	kv(&f, "untracked_map_bytes", atomic_load(&s->untracked_map_bytes));
 	kv(&f, "untracked_maps", atomic_load(&s->untracked_maps));

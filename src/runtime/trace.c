@@ -14,7 +14,10 @@
 
 #define TRACE_WINDOW (64ull << 30) /* virtual window; the file grows inside it */
 #define TRACE_GROW (16ull << 20)
-#define STACK_TABLE_SIZE (1u << 20) /* power of two */
+/* The interning table starts small and doubles at half full: its entries land on random pages,
+ * so a table sized for the worst case became up to 24 MB of the program's RSS. */
+#define STACK_TABLE_START 4096u   /* entries; a power of two */
+#define STACK_TABLE_MAX (1u << 24) /* past it, new stacks are not interned (FT_NO_STACK) */
 
 struct stack_entry {
 	uint64_t hash;
@@ -29,6 +32,7 @@ static struct {
 	_Atomic uint64_t file_size;
 	struct rt_spinlock grow_lock, stack_lock;
 	struct stack_entry *stacks;
+	uint32_t stacks_cap; /* entries of `stacks` */
 	uint32_t nstacks;
 	uint64_t released;          /* bytes already dropped from our RSS */
 	bool full;
@@ -159,9 +163,10 @@ int trace_open(void)
 				  MAP_SHARED | MAP_NORESERVE, tr.fd, 0);
 	if (tr.base == MAP_FAILED)
 		return -ENOMEM;
-	tr.stacks = rt_map(STACK_TABLE_SIZE * sizeof(struct stack_entry));
+	tr.stacks = rt_map(STACK_TABLE_START * sizeof(struct stack_entry));
 	if (!tr.stacks)
 		return -ENOMEM;
+	tr.stacks_cap = STACK_TABLE_START;
 	trace_write_header();
 	return 0;
 }
@@ -233,14 +238,55 @@ static bool stack_equal(uint64_t off, const uint64_t *ips, unsigned depth)
 	return s->depth == depth && memcmp(s->ips, ips, depth * sizeof(uint64_t)) == 0;
 }
 
+/* Doubles the table, rehashing from the stored hashes; false if it cannot (it stays as it is). */
+static bool stack_table_grow(void)
+{
+	uint32_t cap = tr.stacks_cap * 2;
+	if (cap > STACK_TABLE_MAX)
+		return false;
+	struct stack_entry *t = rt_map((size_t)cap * sizeof(*t));
+	if (!t)
+		return false;
+	for (uint32_t i = 0; i < tr.stacks_cap; i++) {
+		struct stack_entry *e = &tr.stacks[i];
+		if (!e->off)
+			continue;
+		uint32_t j = (uint32_t)e->hash & (cap - 1);
+		while (t[j].off)
+			j = (j + 1) & (cap - 1);
+		t[j] = *e;
+	}
+	rt_unmap(tr.stacks, (size_t)tr.stacks_cap * sizeof(*t));
+	tr.stacks = t;
+	tr.stacks_cap = cap;
+	return true;
+}
+
+/* Writes a new stack record; FT_NO_STACK if the trace is full. */
+static uint32_t stack_write(const uint64_t *ips, unsigned depth, uint64_t *off)
+{
+	uint32_t size = ft_rec_size((uint32_t)(sizeof(struct ft_stack) + depth * sizeof(uint64_t)));
+	struct ft_stack *s = trace_reserve(size);
+	if (!s)
+		return FT_NO_STACK;
+	s->id = tr.nstacks++;
+	s->depth = depth;
+	memcpy(s->ips, ips, depth * sizeof(uint64_t));
+	trace_commit(s, FT_REC_STACK, size);
+	*off = (uint64_t)((char *)s - tr.base);
+	return s->id;
+}
+
 /* Interns a stack: each distinct stack is written once and faults refer to it by id. */
 uint32_t trace_stack_id(const uint64_t *ips, unsigned depth)
 {
 	uint64_t h = stack_hash(ips, depth);
 	uint32_t id = FT_NO_STACK;
 	rt_spin_lock(&tr.stack_lock, LOCK_TRACE_STACKS);
-	for (unsigned i = (unsigned)h & (STACK_TABLE_SIZE - 1), n = 0; n < STACK_TABLE_SIZE / 2;
-	     i = (i + 1) & (STACK_TABLE_SIZE - 1), n++) {
+	if ((uint64_t)tr.nstacks * 2 >= tr.stacks_cap && !stack_table_grow() &&
+	    (uint64_t)tr.nstacks * 4 >= (uint64_t)tr.stacks_cap * 3)
+		goto out; /* kept under three quarters full so that a probe ends */
+	for (uint32_t i = (uint32_t)h & (tr.stacks_cap - 1);; i = (i + 1) & (tr.stacks_cap - 1)) {
 		struct stack_entry *e = &tr.stacks[i];
 		if (e->off && e->hash == h && stack_equal(e->off, ips, depth)) {
 			id = e->id;
@@ -248,20 +294,13 @@ uint32_t trace_stack_id(const uint64_t *ips, unsigned depth)
 		}
 		if (e->off)
 			continue;
-		uint32_t size = ft_rec_size((uint32_t)(sizeof(struct ft_stack) + depth * sizeof(uint64_t)));
-		struct ft_stack *s = trace_reserve(size);
-		if (!s)
-			break;
-		s->id = tr.nstacks++;
-		s->depth = depth;
-		memcpy(s->ips, ips, depth * sizeof(uint64_t));
-		trace_commit(s, FT_REC_STACK, size);
-		e->hash = h;
-		e->off = (uint64_t)((char *)s - tr.base);
-		e->id = s->id;
-		id = s->id;
+		uint64_t off;
+		id = stack_write(ips, depth, &off);
+		if (id != FT_NO_STACK)
+			*e = (struct stack_entry){ .hash = h, .off = off, .id = id };
 		break;
 	}
+out:
 	rt_spin_unlock(&tr.stack_lock, LOCK_TRACE_STACKS);
 	return id;
 }
@@ -289,6 +328,12 @@ void trace_release_written(void)
 	}
 }
 
+uint64_t trace_unreleased_bytes(void)
+{
+	uint64_t tail = atomic_load(&tr.tail);
+	return tr.fd >= 0 && !tr.full && tail > tr.released ? tail - tr.released : 0;
+}
+
 uint64_t trace_bytes(void)
 {
 	return atomic_load(&tr.tail);
@@ -313,10 +358,11 @@ void trace_close_inherited(void)
 	if (tr.fd < 0)
 		return;
 	syscall(SYS_munmap, tr.base, TRACE_WINDOW); /* tr.fd was in the parent's private fd table */
-	rt_unmap(tr.stacks, STACK_TABLE_SIZE * sizeof(struct stack_entry));
+	rt_unmap(tr.stacks, (size_t)tr.stacks_cap * sizeof(struct stack_entry));
 	tr.fd = -1;
 	tr.base = NULL;
 	tr.stacks = NULL;
+	tr.stacks_cap = 0;
 	tr.nstacks = 0;
 	tr.released = 0;
 	tr.full = false;

@@ -14,5 +14,7 @@ void trace_close(void);
 void trace_close_inherited(void); /* fork child: the parent's file is not ours */
 void trace_release_written(void); /* drop written pages from our RSS */
 uint64_t trace_bytes(void);
+/* Written bytes still mapped in our RSS (at most ~5 MB: trace_release_written drops the rest). */
+uint64_t trace_unreleased_bytes(void);
 
 #endif
