@@ -14,7 +14,9 @@
 	X(random, "evict resident pages at random (a baseline; seeded, reproducible)")             \
 	X(sfifo, "segmented FIFO: probation only for the next pages to go, sized to keep soft "    \
 		 "faults under 1/40 of the pages brought in: fewer faults than fifo where pages are "    \
-		 "reused, at about its time")
+		 "reused, at about its time")                                                             \
+	X(2q, "2Q from misses alone: a short FIFO, and a long one for pages re-fetched soon after " \
+	      "they left it; no soft faults")
 
 /* The default: measured in make bench (README, "Eviction policies"). */
 #define FLTRACE_POLICY_DEFAULT "sfifo"

@@ -217,11 +217,16 @@ static void check_hot_set(void)
 	uint64_t clk = faults_on("clock", 128, hotcold_refs, n);
 	uint64_t sf = faults_on("sfifo", 128, hotcold_refs, n);
 	uint64_t sf_soft = sim.soft;
+	uint64_t q2 = faults_on("2q", 128, hotcold_refs, n);
 	/* LRU would fault on the cold pages only: 16 a step, 8192 in all, and the 48 hot ones once */
 	check("clock_keeps_hot_set", clk < 8192 + 48 + 64, "clock %llu faults, fifo %llu", clk, fifo);
 	check("sfifo_fewer_faults_than_fifo", sf < fifo, "sfifo %llu faults, fifo %llu", sf, fifo);
 	check("sfifo_soft_faults_bounded", sf_soft * 40 <= sf + 64, "%llu soft faults for %llu faults", sf_soft, sf);
 	check("random_no_better_than_recency", rnd > clk && rnd > sf, "random %llu faults, clock %llu", rnd, clk);
+	/* 2q sees the hot pages come back soon after they left its short FIFO and keeps them in the
+	 * long one: the cold stream alone faults then, as under LRU. */
+	check("2q_keeps_hot_set_without_soft_faults", q2 < 8192 + 48 + 64 && sim.soft == 0,
+	      "2q %llu faults, fifo %llu", q2, fifo);
 }
 
 /* A cyclic scan larger than memory: nothing to gain from recency, every policy faults on every
@@ -231,8 +236,8 @@ static void check_scan(void)
 	static unsigned refs[4 * 1024];
 	for (unsigned i = 0; i < NREF(refs); i++)
 		refs[i] = i % 1024;
-	const char *all[] = { "fifo", "clock", "sfifo" };
-	for (unsigned i = 0; i < 3; i++) {
+	const char *all[] = { "fifo", "clock", "sfifo", "2q" };
+	for (unsigned i = 0; i < 4; i++) {
 		char name[64];
 		uint64_t f = faults_on(all[i], 256, refs, NREF(refs));
 		snprintf(name, sizeof(name), "%s_scan_faults_every_page", all[i]);
@@ -269,8 +274,8 @@ static void check_random_seed(void)
  * many times over: stale entries never overflow a policy's lists, nor are they ever evicted. */
 static void check_stale_entries(void)
 {
-	const char *all[] = { "fifo", "clock", "random", "sfifo" };
-	for (unsigned i = 0; i < 4; i++) {
+	const char *all[] = { "fifo", "clock", "random", "sfifo", "2q" };
+	for (unsigned i = 0; i < 5; i++) {
 		char name[64];
 		sim_start(all[i], 512, 7);
 		for (unsigned round = 0; round < 40; round++)
