@@ -61,7 +61,7 @@ static const char sweep_usage[] =
 "                          (MB unless a unit is given). Without -L, a first run with ample\n"
 "                          memory (-L = -M) measures the peak resident memory P, and the\n"
 "                          sizes are P/2, P/4, P/8 and P/16\n"
-"      --policy <list>     eviction policies to compare, e.g. sfifo,fifo,clock (default: record's,\n"
+"      --policy <list>     eviction policies to compare, e.g. 2q,fifo,clock (default: record's,\n"
 "                          " FLTRACE_POLICY_DEFAULT "); every size runs once per policy\n"
 "  -M, --maxmem <size>     local + far memory of every run (default: this machine's memory)\n"
 "  -o, --output <dir>      where the runs go (default ./" SWEEP_DEFAULT_DIR "); each run in\n"
@@ -165,19 +165,19 @@ static int sweep_parse_policies(const char *arg, struct sweep_opts *o, struct sw
 		char names[256];
 		if (fltrace_policy_find(tok) < 0)
 			return cli_error(CLI_EXIT_USAGE, "--policy", "'%s' is not a policy; give a list of "
-					 "%s, e.g. sfifo,fifo", tok, fltrace_policy_list(names, sizeof(names)));
+					 "%s, e.g. 2q,fifo", tok, fltrace_policy_list(names, sizeof(names)));
 		if (s->npolicies == SWEEP_MAX_POLICIES)
 			return cli_error(CLI_EXIT_USAGE, "--policy", "more than %d policies in '%s'; give "
 					 "fewer", SWEEP_MAX_POLICIES, arg);
 		for (size_t i = 0; i < s->npolicies; i++)
 			if (!strcmp(s->policies[i], tok))
 				return cli_error(CLI_EXIT_USAGE, "--policy", "'%s' is given twice; give "
-						 "each policy once, e.g. sfifo,fifo", tok);
+						 "each policy once, e.g. 2q,fifo", tok);
 		s->policies[s->npolicies++] = tok;
 	}
 	if (!s->npolicies)
 		return cli_error(CLI_EXIT_USAGE, "--policy", "no policy in '%s'; give one or more, "
-				 "e.g. sfifo,fifo", arg);
+				 "e.g. 2q,fifo", arg);
 	return 0;
 }
 

@@ -41,7 +41,7 @@ expect_error handlers_zero 2 "-C: '0' is zero; give the number of handler thread
 expect_error handlers_too_many 2 "-C: '65' is too large" "$FLTRACE" "${R[@]}" -C 65 -- true
 expect_error samplerate_junk 2 "-S: 'fast' is not a number" "$FLTRACE" "${R[@]}" -S fast -- true
 expect_error depth_too_large 2 "--depth: '513' is too large.*1 to 512" "$FLTRACE" "${R[@]}" --depth 513 -- true
-expect_error policy_unknown 2 "--policy: 'lru' is not a policy; give fifo, clock, random or sfifo" \
+expect_error policy_unknown 2 "--policy: 'lru' is not a policy; give fifo, clock, random, sfifo or 2q" \
 	"$FLTRACE" "${R[@]}" --policy lru -- true
 # the runtime refuses an unknown policy too, rather than running another one
 if have_preload; then

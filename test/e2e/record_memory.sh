@@ -30,7 +30,7 @@ expect_stat fork_child_traced "$TMP/memops_fork" faults -gt 1000
 # fork in a process with threads, everything evicted first: glibc's fork reads the heap after
 # fltrace's prepare handler took its lock (a fault it must serve: it hung), and the child resets
 # every open FILE before its runtime starts (a FILE left evicted read as zeros there: it crashed)
-for pol in sfifo fifo; do
+for pol in 2q sfifo fifo; do
 	same_output "memops_forkthreads_$pol" "$L8 --policy $pol" "$PROGS/memops" forkthreads &&
 		expect_stat "memops_forkthreads_${pol}_stacks" "$TMP/memops_forkthreads_$pol" faults_nostack -eq 0
 done
@@ -248,6 +248,14 @@ if [ "$sfifo" -lt "$fifo" ] && [ $((soft * 5)) -lt "$faults" ]; then
 	pass sfifo_cheap_recency
 else
 	fail sfifo_cheap_recency "refetches: sfifo $sfifo, fifo $fifo; sfifo soft faults $soft of $faults faults"
+fi
+# 2q (the default) keeps the hot pages from their re-fetches alone: fewer re-fetches than fifo, and
+# not one soft fault
+twoq=$(stat_max "$TMP/hotcold-2q" faults_refetch); soft=$(stat_max "$TMP/hotcold-2q" faults_soft)
+if [ "$twoq" -lt $((fifo * 9 / 10)) ] && [ "$soft" -eq 0 ]; then
+	pass 2q_recency_without_soft_faults
+else
+	fail 2q_recency_without_soft_faults "refetches: 2q $twoq, fifo $fifo (2q should be under 9/10); 2q soft faults $soft"
 fi
 
 # --- exec: the trace of the image that exec'd is cut to its records (exec runs no exit code) ---

@@ -20,9 +20,12 @@ expect_stat thrash_clock_soft_faults "$TMP/thrash_clock_same_output" faults_soft
 expect_stat thrash_no_stuck_fault "$TMP/thrash_clock_same_output" faults_stuck -eq 0
 expect_stat thrash_no_illegal_page_change "$TMP/thrash_clock_same_output" page_state_illegal -eq 0
 expect_stat thrash_no_failed_eviction "$TMP/thrash_clock_same_output" evict_failed -eq 0
-# the default policy (sfifo) keeps a short probation: the same output, its soft faults bounded
+# sfifo keeps a short probation, 2q (the default) none: the same output
 same_output thrash_sfifo_same_output "-L 16 -M 256 --policy sfifo" "$PROGS/thrash" 2688 8 "$TMP/input"
 expect_stat thrash_sfifo_no_illegal_page_change "$TMP/thrash_sfifo_same_output" page_state_illegal -eq 0
+same_output thrash_2q_same_output "-L 16 -M 256 --policy 2q" "$PROGS/thrash" 2688 8 "$TMP/input" &&
+	expect_stat thrash_2q_went_far "$TMP/thrash_2q_same_output" faults_refetch -gt 10000
+expect_stat thrash_2q_no_illegal_page_change "$TMP/thrash_2q_same_output" page_state_illegal -eq 0
 
 # Issue 13 point 4's cause: Linux 6.18 now and then answers UFFDIO_MOVE with EEXIST for a page it has
 # moved (xz -3 -T1 of 100 MB at -L 16: twice in 38 million moves; runs met the first after 2-10 M faults).

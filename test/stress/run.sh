@@ -25,7 +25,7 @@ export FLTRACE_ROOT=$PWD
 SCALE=${STRESS_SCALE:-1}
 LIMIT=${STRESS_TIMEOUT:-1200}
 FRACTION=${STRESS_FRACTION:-4}
-CONFIGS=${STRESS_CONFIGS:-"--policy fifo;--policy clock;--policy sfifo;--policy random;--policy sfifo -C 2;--policy fifo -C 2 --poll spin"}
+CONFIGS=${STRESS_CONFIGS:-"--policy fifo;--policy clock;--policy sfifo;--policy random;--policy 2q;--policy 2q -C 2;--policy sfifo -C 2;--policy fifo -C 2 --poll spin"}
 PY=/usr/bin/python3
 DATA=$ROOT/test/data
 npass=0 nfail=0 nskip=0
