@@ -15,9 +15,9 @@
 	X(sfifo, "segmented FIFO: probation only for the next pages to go, sized to keep soft "    \
 		 "faults under 1/40 of the pages brought in: fewer faults than fifo where pages are "    \
 		 "reused, at about its time")                                                             \
-	X(2q, "2Q from re-fetches alone: a short FIFO, and a long one for pages re-fetched soon "   \
-	      "after they left it: 4-37% fewer faults than fifo where pages are reused, none more "   \
-	      "on scans; no soft faults, 8-16 bytes per page of -L")
+	X(2q, "two FIFOs as in 2Q, recency from re-fetches alone: a page re-fetched soon after it "  \
+	      "left the short one joins the long one. 4-37% fewer faults than fifo where pages are "  \
+	      "reused, none more on scans; no soft faults, 8-16 bytes per page of -L")
 
 /* The default: measured in make bench (README, "Eviction policies"). */
 #define FLTRACE_POLICY_DEFAULT "2q"
