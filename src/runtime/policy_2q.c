@@ -64,6 +64,8 @@ static bool ghost_take(uintptr_t page)
 	return (uint32_t)(q2.evicted - g->seq) <= q2.ghost_span;
 }
 
+/* A page whose move out failed comes back here with the ghost it has just left and joins the
+ * long FIFO: rare (evict_failed in the stats), and it only keeps that page longer. */
 static void twoq_page_in(uintptr_t page, uint32_t *pg)
 {
 	*pg &= ~PG_QUEUED; /* an entry it may have left behind is stale now */
