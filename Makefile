@@ -48,7 +48,7 @@ JEMALLOC_A := $(shell for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do
 	[ -f $$d/libjemalloc_pic.a ] && echo $$d/libjemalloc_pic.a && break; done)
 # jemalloc's malloc family is renamed fltrace_je_* so our wrappers (preload/malloc.c) run first;
 # only those entry points are pulled in (its C++ operators would need libstdc++).
-JEMALLOC_SYMS := malloc free calloc realloc posix_memalign aligned_alloc memalign valloc \
+JEMALLOC_SYMS := malloc free calloc realloc posix_memalign aligned_alloc memalign valloc mallocx rallocx dallocx mallctl \
 	malloc_usable_size
 JEMALLOC_RENAMED := $(B)/jemalloc/libjemalloc_fltrace.a
 JEMALLOC_U := $(foreach s,$(JEMALLOC_SYMS),-Wl,-u,fltrace_je_$(s))
@@ -79,7 +79,7 @@ $(B)/bin/fltrace: $(TOOLS_OBJ) $(ANALYSIS_OBJ) $(COMMON_OBJ) test/floors.sh
 fltrace: $(B)/bin/fltrace
 	ln -sfn $< $@
 
-$(JEMALLOC_RENAMED): $(JEMALLOC_A)
+$(JEMALLOC_RENAMED): $(JEMALLOC_A) Makefile
 	@mkdir -p $(dir $@)
 	objcopy $(foreach s,$(JEMALLOC_SYMS),--redefine-sym $(s)=fltrace_je_$(s)) $< $@
 

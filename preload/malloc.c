@@ -10,6 +10,10 @@
 
 #include "../src/runtime/rt.h"
 #include "../src/runtime/allocs.h"
+#include "loaderheap.h"
+
+/* The dynamic loader's own allocations go to the loader's heap (loaderheap.c). */
+#define FROM_LOADER() loaderheap_caller(__builtin_return_address(0))
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -63,6 +67,8 @@ EXPORT void *malloc(size_t n)
 	EARLY();
 	if (rt_tls_internal)
 		return internal_alloc(n, 16);
+	if (FROM_LOADER())
+		return loaderheap_alloc(n, 16, false);
 	void *p = fltrace_je_malloc(n);
 	allocs_heap(p, n);
 	return p;
@@ -72,6 +78,10 @@ EXPORT void free(void *p)
 {
 	if (internal_owns(p))
 		return;
+	if (FROM_LOADER()) {
+		loaderheap_free(p);
+		return;
+	}
 	allocs_heap_free(p);
 	fltrace_je_free(p);
 }
@@ -86,6 +96,14 @@ EXPORT void *calloc(size_t n, size_t size)
 			return NULL;
 		}
 		return internal_alloc(bytes, 16); /* fresh mapping: already zero */
+	}
+	if (FROM_LOADER()) {
+		size_t bytes;
+		if (__builtin_mul_overflow(n, size, &bytes)) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return loaderheap_alloc(bytes, 16, true);
 	}
 	void *p = fltrace_je_calloc(n, size);
 	allocs_heap(p, n * size); /* no overflow: jemalloc refused it otherwise */
@@ -103,6 +121,8 @@ EXPORT void *realloc(void *p, size_t n)
 		}
 		return q;
 	}
+	if (FROM_LOADER())
+		return loaderheap_realloc(p, n);
 	/* The old allocation's end is recorded first: the new one may start at the same address. */
 	allocs_heap_free(p);
 	void *q = fltrace_je_realloc(p, n);
@@ -128,6 +148,10 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		*out = internal_alloc(n, align);
 		return *out ? 0 : ENOMEM;
 	}
+	if (FROM_LOADER()) {
+		*out = loaderheap_alloc(n, align, false);
+		return *out ? 0 : ENOMEM;
+	}
 	int err = fltrace_je_posix_memalign(out, align, n);
 	if (!err)
 		allocs_heap(*out, n);
@@ -139,6 +163,8 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 	EARLY();
 	if (rt_tls_internal)
 		return internal_alloc(n, align);
+	if (FROM_LOADER())
+		return loaderheap_alloc(n, align, false);
 	void *p = fltrace_je_aligned_alloc(align, n);
 	allocs_heap(p, n);
 	return p;
@@ -149,6 +175,8 @@ EXPORT void *memalign(size_t align, size_t n)
 	EARLY();
 	if (rt_tls_internal)
 		return internal_alloc(n, align);
+	if (FROM_LOADER())
+		return loaderheap_alloc(n, align, false);
 	void *p = fltrace_je_memalign(align, n);
 	allocs_heap(p, n);
 	return p;

@@ -222,6 +222,14 @@ if same_output loader_dlopen "-L 8 -M 256 --files=all" "$PROGS/dlopener" "$PROGS
 		fail loader_dlopen_plugin_code "no file fault in plugin_touch: $rep"
 fi
 
+# The loader's own allocations are never evicted: binding a PLT slot walks the global scope list,
+# which a dlopen(RTLD_GLOBAL) put on the heap, and a handler thread binds libunwind's slots as it
+# unwinds a thread asleep in a system call. With that list evicted the handler waited for itself
+# (a hang, in every run).
+same_output loader_lazy_binding_heap "-L 4 -M 256" "$PROGS/lazybind" "$PROGS/plugin.so" "$PROGS/lazybind" &&
+	grep -q '^read 4096$' "$TMP/loader_lazy_binding_heap/traced" && pass loader_lazy_binding_read ||
+	fail loader_lazy_binding_read "$(head -c 200 "$TMP/loader_lazy_binding_heap/traced")"
+
 # Every trace file ends where its records end: faults recorded after the trace was closed at exit
 # (the loader's pages, touched by exit code) once grew it to its 64 GiB window (sparse, but `ls`,
 # `tar` and `scp` see 64 GiB).
