@@ -38,7 +38,26 @@ static struct {
 	int uffd;                /* the child's until its runtime starts (in the program's table); -1 */
 	struct sigaction saved;  /* the program's SIGBUS action, put back afterwards */
 	bool child_list_reset;   /* glibc resets its FILE list's lock in the child (threads ran) */
+	bool sigbus_blocked;     /* the program forked with SIGBUS blocked: blocked again afterwards */
 } fw = { .uffd = -1 };
+
+/* The window's faults are served in a SIGBUS handler, so SIGBUS must reach it: a program that
+ * forks with every signal blocked until exec (git's run_command, perl's fork) had its child
+ * killed by the first missing page. Unblocked for the window only: the program never runs in it. */
+static void fork_window_unblock_sigbus(void)
+{
+	uint64_t bus = 1ull << (SIGBUS - 1), old = 0;
+	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &bus, &old, 8);
+	fw.sigbus_blocked = old & bus;
+}
+
+static void fork_window_restore_sigbus(void)
+{
+	uint64_t bus = 1ull << (SIGBUS - 1);
+	if (fw.sigbus_blocked)
+		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &bus, NULL, 8);
+	fw.sigbus_blocked = false;
+}
 
 /* A page the child touches before its runtime starts must be resident when the address space is
  * copied: the child's memory is no longer registered, an evicted page would read as zeros there.
@@ -171,6 +190,7 @@ void rt_fork_child(void)
 	} else {
 		/* Evictions in the window move pages into the far store through the window's fd. */
 		rt.far_uffd = fw.uffd;
+		fork_window_unblock_sigbus();
 	}
 	rt_tls_internal--;
 }
@@ -220,6 +240,7 @@ void rt_fork_child_late(void)
 		rt_fd_close(fw.uffd);
 		rt.far_uffd = fw.uffd = -1;
 		rt_real_sigaction(SIGBUS, &fw.saved, NULL);
+		fork_window_restore_sigbus();
 	}
 	threads_forget_all();
 	memset(&rt.stats, 0, sizeof(rt.stats)); /* the child's own counts start now */

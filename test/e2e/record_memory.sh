@@ -48,6 +48,9 @@ same_output memops_forkunwind "-L 4 -M 1024" "$PROGS/memops" forkunwind &&
 # fork beside a thread walking the loaded objects: the child inherits the loader's lock of that
 # list held, and its runtime walks the list as it starts (children hung, 3 forks in 200)
 same_output memops_forkwalk "$L8" "$PROGS/memops" forkwalk
+# fork with every signal blocked until exec (git's run_command, perl's fork): the window before
+# the child's runtime serves its faults in a SIGBUS handler, and the child died of SIGBUS
+same_output memops_forkblocked "$L8" "$PROGS/memops" forkblocked
 # write(2) of an evicted buffer while another thread signals the writer every 200 us: each fault
 # of the kernel's copy is left before the thread is seen asleep in it (it faulted for ever)
 same_output memops_sigwrite "-L 8 -M 1024 --policy fifo" "$PROGS/memops" sigwrite

@@ -584,6 +584,33 @@ static int mode_sigwrite(void)
 	return 0;
 }
 
+/* fork with every signal blocked until exec, as git's run_command and perl's fork do: the child
+ * reads the parent's evicted heap and touches fresh memory with all signals still blocked (its
+ * first missing page killed it with SIGBUS, fltrace's window handler unable to run). */
+static int mode_forkblocked(void)
+{
+	size_t n = 32 * MB;
+	char *a = heap(n, 5);
+	char *volatile fresh = malloc(MB); /* never touched before the fork */
+	sigset_t all, old;
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid_t pid = fork();
+	if (pid == 0) {
+		fresh[4096] = 1;
+		_exit(checksum(a, n) == checksum(a, n) && fresh[4096] == 1 ? (int)(checksum(a, n) & 0x7f) : 0);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	int st;
+	waitpid(pid, &st, 0);
+	printf("parent: %016llx; child ", (unsigned long long)checksum(a, n));
+	if (WIFSIGNALED(st))
+		printf("killed by signal %d\n", WTERMSIG(st));
+	else
+		printf("exit %d\n", WEXITSTATUS(st));
+	return 0;
+}
+
 /* Memory emptied behind fltrace's back (a raw madvise system call, not the interposed function):
  * its bookkeeping says the page is there, the kernel keeps reporting the fault. fltrace must stop
  * the program with a message, never spin forever. */
@@ -604,7 +631,7 @@ static const struct {
 	{ "madvise", mode_madvise }, { "signals", mode_signals }, { "waits", mode_waits },
 	{ "dup2", mode_dup2 },     { "rawzap", mode_rawzap }, { "forkthreads", mode_forkthreads },
 	{ "forkdlopen", mode_forkdlopen }, { "forkunwind", mode_forkunwind }, { "forkfiles", mode_forkfiles },
-	{ "sigwrite", mode_sigwrite },     { "forkwalk", mode_forkwalk },
+	{ "sigwrite", mode_sigwrite },     { "forkwalk", mode_forkwalk }, { "forkblocked", mode_forkblocked },
 };
 
 int main(int argc, char **argv)
@@ -614,7 +641,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[1], modes[i].name))
 			return modes[i].run();
-	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|forkwalk|sigwrite|\n"
+	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|forkwalk|forkblocked|sigwrite|\n"
 			"              syscalls|remap|madvise|signals|waits|\n"
 			"              dup2|rawzap|exit HOW\n");
 	return 2;
