@@ -141,8 +141,22 @@ def describe_hang(sid):
 def run_command(argv, cwd, limit, out_path):
     """Runs argv in its own session with stdout+stderr to out_path; kills the session at limit."""
     env = dict(os.environ)
-    env["TMPDIR"] = cwd
+    # TMPDIR is a short link to cwd: multiprocessing puts its AF_UNIX sockets under it, and a
+    # socket path must fit 108 bytes (under cwd's long path every manager case failed natively
+    # and traced alike, and test_multiprocessing_fork hung in its teardown both ways)
+    link_dir = tempfile.mkdtemp(prefix="fr", dir="/tmp")
+    env["TMPDIR"] = os.path.join(link_dir, "t")
+    os.symlink(cwd, env["TMPDIR"])
     env["HOME"] = cwd
+    try:
+        return run_in(argv, cwd, env, limit, out_path)
+    finally:
+        os.unlink(env["TMPDIR"])
+        os.rmdir(link_dir)
+
+
+def run_in(argv, cwd, env, limit, out_path):
+    """run_command's body: the command with its environment set."""
     with open(out_path, "wb") as out:
         t0 = time.monotonic()
         p = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
