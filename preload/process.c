@@ -1,6 +1,9 @@
-/* Interposed process-level calls: fork (the child gets its evicted pages back and a runtime of its
- * own), _exit (the stats are written first), and dlopen/dlclose (the maps history stays complete). */
+/* Interposed process-level calls: fork and daemon (the child gets its evicted pages back and a
+ * runtime of its own), _exit (the stats are written first), dlopen/dlclose (the maps history). */
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -20,6 +23,37 @@ EXPORT pid_t fork(void)
 	if (pid == 0)
 		rt_fork_child_late();
 	return pid;
+}
+
+/* glibc's daemon(3) forks through its internal fork, past the wrapper above: its child kept the
+ * fork window's SIGBUS handling and never started a runtime of its own. The same steps as
+ * daemon(3)'s manual page gives, through fork(). */
+EXPORT int daemon(int nochdir, int noclose)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid > 0)
+		_exit(0);
+	if (setsid() < 0)
+		return -1;
+	if (!nochdir)
+		(void)chdir("/");
+	if (noclose)
+		return 0;
+	int fd = open("/dev/null", O_RDWR);
+	struct stat st;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3)) {
+		close(fd);
+		return -1;
+	}
+	for (int std = 0; std <= 2; std++)
+		(void)dup2(fd, std);
+	if (fd > 2)
+		close(fd);
+	return 0;
 }
 
 EXPORT void _exit(int status)

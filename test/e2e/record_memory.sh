@@ -51,6 +51,10 @@ same_output memops_forkwalk "$L8" "$PROGS/memops" forkwalk
 # fork with every signal blocked until exec (git's run_command, perl's fork): the window before
 # the child's runtime serves its faults in a SIGBUS handler, and the child died of SIGBUS
 same_output memops_forkblocked "$L8" "$PROGS/memops" forkblocked
+# daemon(3): glibc's forks past the fork wrapper; its child kept the window (SIGBUS unblocked, no
+# runtime of its own) and, with SIGBUS blocked, died at its first missing page
+same_output memops_daemon "$L8" "$PROGS/memops" daemon &&
+	expect_eq memops_daemon_traced "processes traced" 3 "$(ls "$TMP/memops_daemon"/fltrace-data-stats-*.out | wc -l)"
 # write(2) of an evicted buffer while another thread signals the writer every 200 us: each fault
 # of the kernel's copy is left before the thread is seen asleep in it (it faulted for ever)
 same_output memops_sigwrite "-L 8 -M 1024 --policy fifo" "$PROGS/memops" sigwrite

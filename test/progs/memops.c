@@ -611,6 +611,40 @@ static int mode_forkblocked(void)
 	return 0;
 }
 
+/* daemon(3) (glibc's forks past the fork wrapper): the daemon reads the evicted heap and has the
+ * signal mask it had; its line comes back through a pipe, which closes when it exits. */
+static int mode_daemon(void)
+{
+	size_t n = 32 * MB;
+	char *a = heap(n, 6);
+	sigset_t bus, now;
+	sigemptyset(&bus);
+	sigaddset(&bus, SIGBUS);
+	sigprocmask(SIG_BLOCK, &bus, NULL);
+	int fds[2];
+	if (pipe(fds) < 0)
+		return 1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		if (daemon(1, 1) < 0)
+			_exit(1);
+		sigprocmask(SIG_BLOCK, NULL, &now);
+		dprintf(fds[1], "daemon: %016llx, SIGBUS blocked %d\n", (unsigned long long)checksum(a, n),
+			sigismember(&now, SIGBUS));
+		_exit(0);
+	}
+	close(fds[1]);
+	int st;
+	waitpid(pid, &st, 0);
+	char line[128];
+	ssize_t got = read(fds[0], line, sizeof(line) - 1);
+	line[got > 0 ? got : 0] = '\0';
+	printf("parent: %016llx; daemon's parent exit %d; %s", (unsigned long long)checksum(a, n),
+	       WIFEXITED(st) ? WEXITSTATUS(st) : -1, line);
+	return 0;
+}
+
 /* Memory emptied behind fltrace's back (a raw madvise system call, not the interposed function):
  * its bookkeeping says the page is there, the kernel keeps reporting the fault. fltrace must stop
  * the program with a message, never spin forever. */
@@ -632,6 +666,7 @@ static const struct {
 	{ "dup2", mode_dup2 },     { "rawzap", mode_rawzap }, { "forkthreads", mode_forkthreads },
 	{ "forkdlopen", mode_forkdlopen }, { "forkunwind", mode_forkunwind }, { "forkfiles", mode_forkfiles },
 	{ "sigwrite", mode_sigwrite },     { "forkwalk", mode_forkwalk }, { "forkblocked", mode_forkblocked },
+	{ "daemon", mode_daemon },
 };
 
 int main(int argc, char **argv)
@@ -641,7 +676,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[1], modes[i].name))
 			return modes[i].run();
-	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|forkwalk|forkblocked|sigwrite|\n"
+	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|forkwalk|forkblocked|daemon|sigwrite|\n"
 			"              syscalls|remap|madvise|signals|waits|\n"
 			"              dup2|rawzap|exit HOW\n");
 	return 2;
