@@ -283,9 +283,10 @@ uint32_t trace_stack_id(const uint64_t *ips, unsigned depth)
 	uint64_t h = stack_hash(ips, depth);
 	uint32_t id = FT_NO_STACK;
 	rt_spin_lock(&tr.stack_lock, LOCK_TRACE_STACKS);
-	if ((uint64_t)tr.nstacks * 2 >= tr.stacks_cap && !stack_table_grow() &&
-	    (uint64_t)tr.nstacks * 4 >= (uint64_t)tr.stacks_cap * 3)
-		goto out; /* kept under three quarters full so that a probe ends */
+	/* Past half full it grows; one that cannot stays under three quarters full (new stacks are
+	 * not interned then, known ones still are), so that a probe always meets an empty slot. */
+	bool room = (uint64_t)tr.nstacks * 2 < tr.stacks_cap || stack_table_grow() ||
+		    (uint64_t)tr.nstacks * 4 < (uint64_t)tr.stacks_cap * 3;
 	for (uint32_t i = (uint32_t)h & (tr.stacks_cap - 1);; i = (i + 1) & (tr.stacks_cap - 1)) {
 		struct stack_entry *e = &tr.stacks[i];
 		if (e->off && e->hash == h && stack_equal(e->off, ips, depth)) {
@@ -294,13 +295,14 @@ uint32_t trace_stack_id(const uint64_t *ips, unsigned depth)
 		}
 		if (e->off)
 			continue;
+		if (!room)
+			break;
 		uint64_t off;
 		id = stack_write(ips, depth, &off);
 		if (id != FT_NO_STACK)
 			*e = (struct stack_entry){ .hash = h, .off = off, .id = id };
 		break;
 	}
-out:
 	rt_spin_unlock(&tr.stack_lock, LOCK_TRACE_STACKS);
 	return id;
 }
