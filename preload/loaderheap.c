@@ -11,6 +11,7 @@
 
 #include <jemalloc/jemalloc.h>
 
+#include "../src/runtime/rt.h"
 #include "loaderheap.h"
 
 /* Why: every thread reads these structures behind the program's back, fltrace's own threads too
@@ -29,13 +30,7 @@ static struct {
 	unsigned arena;
 } lh;
 
-/* ---- the arena's memory: raw mappings, which the mmap wrapper never sees (so never tracked) ---- */
-
-static void *raw_map(size_t len)
-{
-	void *p = (void *)syscall(SYS_mmap, NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
+/* ---- the arena's memory: the runtime's own mappings (rt_map), which are never tracked ---- */
 
 static void *extent_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t align, bool *zero,
 			  bool *commit, unsigned arena)
@@ -43,15 +38,15 @@ static void *extent_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t
 	(void)h, (void)arena;
 	if (new_addr || size + align < size)
 		return NULL; /* a fixed address is only asked to grow in place: decline */
-	char *p = raw_map(size + align);
+	char *p = rt_map(size + align);
 	if (!p)
 		return NULL;
 	uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
 	if (start > (uintptr_t)p)
-		syscall(SYS_munmap, p, start - (uintptr_t)p);
+		rt_unmap(p, start - (uintptr_t)p);
 	uintptr_t end = start + size, map_end = (uintptr_t)p + size + align;
 	if (map_end > end)
-		syscall(SYS_munmap, end, map_end - end);
+		rt_unmap((void *)end, map_end - end);
 	*zero = true;
 	*commit = true;
 	return (void *)start;
@@ -67,7 +62,7 @@ static bool extent_dalloc(extent_hooks_t *h, void *addr, size_t size, bool commi
 static void extent_destroy(extent_hooks_t *h, void *addr, size_t size, bool committed, unsigned arena)
 {
 	(void)h, (void)committed, (void)arena;
-	syscall(SYS_munmap, addr, size);
+	rt_unmap(addr, size);
 }
 
 static bool extent_purge(extent_hooks_t *h, void *addr, size_t size, size_t offset, size_t length,
