@@ -30,7 +30,66 @@ static struct {
 	unsigned arena;
 } lh;
 
-/* ---- the arena's memory: the runtime's own mappings (rt_map), which are never tracked ---- */
+/* ---- the arena's memory: spans of the runtime's own mappings, never tracked ---- */
+
+/* Extents are carved from a few large spans, so that a block is known to be the loader heap's by
+ * its address (loaderheap_owns): the loader's free may be handed a block of another heap. A span
+ * is address space only (PROT_NONE) until carved, so it costs no memory and no commit charge. */
+#define SPAN_BYTES (64ul << 20)
+#define MAX_SPANS 32
+
+static struct {
+	uintptr_t lo[MAX_SPANS], hi[MAX_SPANS];
+	_Atomic int n;          /* spans published */
+	_Atomic uintptr_t next; /* the next free byte of the last span */
+	_Atomic int lock;       /* held while a span is added */
+} sp;
+
+static void *span_carve(size_t size, size_t align)
+{
+	for (;;) {
+		int n = atomic_load_explicit(&sp.n, memory_order_acquire);
+		uintptr_t cur = atomic_load_explicit(&sp.next, memory_order_acquire);
+		uintptr_t start = (cur + align - 1) & ~(uintptr_t)(align - 1);
+		if (n > 0 && cur >= sp.lo[n - 1] && start >= cur && start + size <= sp.hi[n - 1] && start + size > start) {
+			if (!atomic_compare_exchange_weak(&sp.next, &cur, start + size))
+				continue;
+			if (syscall(SYS_mprotect, start, size, PROT_READ | PROT_WRITE) != 0)
+				return NULL; /* the carved range is lost: a span's tail, rare */
+			return (void *)start;
+		}
+		/* A new span: one thread maps it, the others retry. */
+		int unlocked = 0;
+		if (!atomic_compare_exchange_strong(&sp.lock, &unlocked, 1))
+			continue;
+		if (atomic_load(&sp.n) != n || n == MAX_SPANS) {
+			atomic_store(&sp.lock, 0);
+			if (n == MAX_SPANS)
+				return NULL;
+			continue;
+		}
+		size_t len = size + align > SPAN_BYTES ? ((size + align + SPAN_BYTES - 1) & ~(SPAN_BYTES - 1)) : SPAN_BYTES;
+		void *p = (void *)syscall(SYS_mmap, NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED) {
+			atomic_store(&sp.lock, 0);
+			return NULL;
+		}
+		sp.lo[n] = (uintptr_t)p;
+		sp.hi[n] = (uintptr_t)p + len;
+		atomic_store_explicit(&sp.next, (uintptr_t)p, memory_order_release);
+		atomic_store_explicit(&sp.n, n + 1, memory_order_release);
+		atomic_store(&sp.lock, 0);
+	}
+}
+
+bool loaderheap_owns(const void *p)
+{
+	int n = atomic_load_explicit(&sp.n, memory_order_acquire);
+	for (int i = 0; i < n; i++)
+		if ((uintptr_t)p - sp.lo[i] < sp.hi[i] - sp.lo[i])
+			return true;
+	return false;
+}
 
 static void *extent_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t align, bool *zero,
 			  bool *commit, unsigned arena)
@@ -38,18 +97,12 @@ static void *extent_alloc(extent_hooks_t *h, void *new_addr, size_t size, size_t
 	(void)h, (void)arena;
 	if (new_addr || size + align < size)
 		return NULL; /* a fixed address is only asked to grow in place: decline */
-	char *p = rt_map(size + align);
+	void *p = span_carve(size, align < 4096 ? 4096 : align);
 	if (!p)
 		return NULL;
-	uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
-	if (start > (uintptr_t)p)
-		rt_unmap(p, start - (uintptr_t)p);
-	uintptr_t end = start + size, map_end = (uintptr_t)p + size + align;
-	if (map_end > end)
-		rt_unmap((void *)end, map_end - end);
 	*zero = true;
 	*commit = true;
-	return (void *)start;
+	return p;
 }
 
 /* true: declined (jemalloc keeps the extent for reuse); false: done. */
@@ -59,10 +112,11 @@ static bool extent_dalloc(extent_hooks_t *h, void *addr, size_t size, bool commi
 	return true;
 }
 
+/* The span keeps its address space: the pages go back to the kernel. */
 static void extent_destroy(extent_hooks_t *h, void *addr, size_t size, bool committed, unsigned arena)
 {
 	(void)h, (void)committed, (void)arena;
-	rt_unmap(addr, size);
+	syscall(SYS_madvise, addr, size, MADV_DONTNEED);
 }
 
 static bool extent_purge(extent_hooks_t *h, void *addr, size_t size, size_t offset, size_t length,
@@ -113,7 +167,7 @@ static void find_loader_text(void)
 	atomic_store_explicit(&lh.looked, true, memory_order_release);
 }
 
-static bool loaderheap_ready(void)
+bool loaderheap_ready(void)
 {
 	int s = atomic_load_explicit(&lh.state, memory_order_acquire);
 	if (s >= 2)

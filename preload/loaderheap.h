@@ -9,8 +9,12 @@
 /* True if `ret`, a malloc-family function's return address, lies in the dynamic loader's code and
  * the arena is ready. */
 bool loaderheap_caller(const void *ret);
+/* True once the arena exists (made on the first call); false if jemalloc could not make it. */
+bool loaderheap_ready(void);
 void *loaderheap_alloc(size_t n, size_t align, bool zero);
 void *loaderheap_realloc(void *p, size_t n);
 void loaderheap_free(void *p);
+/* True if `p` lies in the loader heap's memory (its arena's blocks, and nothing else). */
+bool loaderheap_owns(const void *p);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "../src/runtime/rt.h"
 #include "../src/runtime/allocs.h"
+#include "heap.h"
 #include "loaderheap.h"
 
 /* The dynamic loader's own allocations go to the loader's heap (loaderheap.c). */
@@ -36,19 +37,24 @@ size_t fltrace_je_malloc_usable_size(void *);
  * only it can serve. A bump arena; freeing is a no-op (our threads live as long as the process). */
 #define INTERNAL_ARENA (4u << 20)
 static struct {
-	char *base;
+	char *_Atomic base;
 	_Atomic size_t used;
 } internal;
 
-static bool internal_owns(const void *p)
+bool heap_internal_owns(const void *p)
 {
-	return internal.base && (const char *)p >= internal.base && (const char *)p < internal.base + INTERNAL_ARENA;
+	const char *b = atomic_load_explicit(&internal.base, memory_order_acquire);
+	return b && (const char *)p >= b && (const char *)p < b + INTERNAL_ARENA;
 }
 
-static void *internal_alloc(size_t n, size_t align)
+void *heap_internal_alloc(size_t n, size_t align)
 {
-	if (!internal.base)
-		internal.base = rt_map(INTERNAL_ARENA);
+	if (!atomic_load_explicit(&internal.base, memory_order_acquire)) {
+		/* Two threads may get here at once: one mapping wins, the other is given back. */
+		char *mine = rt_map(INTERNAL_ARENA), *none = NULL;
+		if (mine && !atomic_compare_exchange_strong(&internal.base, &none, mine))
+			rt_unmap(mine, INTERNAL_ARENA);
+	}
 	if (align < 16)
 		align = 16;
 	size_t need = ((n + 15) & ~(size_t)15) + align + 16;
@@ -62,11 +68,21 @@ static void *internal_alloc(size_t n, size_t align)
 	return (void *)p;
 }
 
+void *heap_internal_realloc(void *p, size_t n)
+{
+	void *q = heap_internal_alloc(n, 16);
+	if (q && p) {
+		size_t old = ((size_t *)p)[-1];
+		memcpy(q, p, old < n ? old : n);
+	}
+	return q;
+}
+
 EXPORT void *malloc(size_t n)
 {
 	EARLY();
 	if (rt_tls_internal)
-		return internal_alloc(n, 16);
+		return heap_internal_alloc(n, 16);
 	if (FROM_LOADER())
 		return loaderheap_alloc(n, 16, false);
 	void *p = fltrace_je_malloc(n);
@@ -76,7 +92,7 @@ EXPORT void *malloc(size_t n)
 
 EXPORT void free(void *p)
 {
-	if (internal_owns(p))
+	if (heap_internal_owns(p))
 		return;
 	if (FROM_LOADER()) {
 		loaderheap_free(p);
@@ -95,7 +111,7 @@ EXPORT void *calloc(size_t n, size_t size)
 			errno = ENOMEM;
 			return NULL;
 		}
-		return internal_alloc(bytes, 16); /* fresh mapping: already zero */
+		return heap_internal_alloc(bytes, 16); /* fresh mapping: already zero */
 	}
 	if (FROM_LOADER()) {
 		size_t bytes;
@@ -113,14 +129,8 @@ EXPORT void *calloc(size_t n, size_t size)
 EXPORT void *realloc(void *p, size_t n)
 {
 	EARLY();
-	if (internal_owns(p) || (!p && rt_tls_internal)) {
-		void *q = internal_alloc(n, 16);
-		if (q && p) {
-			size_t old = ((size_t *)p)[-1];
-			memcpy(q, p, old < n ? old : n);
-		}
-		return q;
-	}
+	if (heap_internal_owns(p) || (!p && rt_tls_internal))
+		return heap_internal_realloc(p, n);
 	if (FROM_LOADER())
 		return loaderheap_realloc(p, n);
 	/* The old allocation's end is recorded first: the new one may start at the same address. */
@@ -145,7 +155,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
 	EARLY();
 	if (rt_tls_internal) {
-		*out = internal_alloc(n, align);
+		*out = heap_internal_alloc(n, align);
 		return *out ? 0 : ENOMEM;
 	}
 	if (FROM_LOADER()) {
@@ -162,7 +172,7 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 {
 	EARLY();
 	if (rt_tls_internal)
-		return internal_alloc(n, align);
+		return heap_internal_alloc(n, align);
 	if (FROM_LOADER())
 		return loaderheap_alloc(n, align, false);
 	void *p = fltrace_je_aligned_alloc(align, n);
@@ -174,7 +184,7 @@ EXPORT void *memalign(size_t align, size_t n)
 {
 	EARLY();
 	if (rt_tls_internal)
-		return internal_alloc(n, align);
+		return heap_internal_alloc(n, align);
 	if (FROM_LOADER())
 		return loaderheap_alloc(n, align, false);
 	void *p = fltrace_je_memalign(align, n);
@@ -201,7 +211,28 @@ EXPORT void *pvalloc(size_t n)
 
 EXPORT size_t malloc_usable_size(void *p)
 {
-	if (internal_owns(p))
+	if (heap_internal_owns(p))
 		return ((size_t *)p)[-1];
 	return fltrace_je_malloc_usable_size(p);
+}
+
+/* Hidden aliases: inside this library, `&malloc` would be the address the loader bound, which is
+ * the executable's when it defines malloc too. */
+#define OWN(name) extern __typeof__(name) own_##name __attribute__((alias(#name), copy(name), visibility("hidden")))
+OWN(malloc);
+OWN(calloc);
+OWN(realloc);
+OWN(free);
+
+void *heap_own_fn(const char *name)
+{
+	if (strcmp(name, "malloc") == 0)
+		return (void *)own_malloc;
+	if (strcmp(name, "calloc") == 0)
+		return (void *)own_calloc;
+	if (strcmp(name, "realloc") == 0)
+		return (void *)own_realloc;
+	if (strcmp(name, "free") == 0)
+		return (void *)own_free;
+	return NULL;
 }

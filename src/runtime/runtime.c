@@ -334,7 +334,9 @@ void rt_start_process(void)
 	maps_snapshot();
 }
 
-__attribute__((constructor(101))) static void rt_init(void)
+/* 102: preload/foreignheap.c's constructor (101) rebinds the loader's allocator before our threads
+ * are created. */
+__attribute__((constructor(102))) static void rt_init(void)
 {
 	/* Not marked internal: jemalloc may start here (creating our threads allocates), and what it
 	 * maps is the program's heap, to be tracked like the rest. */

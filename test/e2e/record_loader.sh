@@ -230,6 +230,15 @@ same_output loader_lazy_binding_heap "-L 4 -M 256" "$PROGS/lazybind" "$PROGS/plu
 	grep -q '^read 4096$' "$TMP/loader_lazy_binding_heap/traced" && pass loader_lazy_binding_read ||
 	fail loader_lazy_binding_read "$(head -c 200 "$TMP/loader_lazy_binding_heap/traced")"
 
+# An executable that defines malloc itself (rustc; programs linking tcmalloc or mimalloc): its
+# definitions come before ours, so the loader put link maps, the scope list and TLS vectors on the
+# program's heap, and libunwind allocated from it on the handler thread. Evicted, any of them made
+# the handler wait for itself: a hang, in every run, that not even the watchdog could report.
+same_output loader_own_malloc "-L 4 -M 256" "$PROGS/ownmalloc" "$PROGS/plugin.so" "$PROGS/ownmalloc" &&
+	grep -q '^read 4096 readlink ok thread readlink ok$' "$TMP/loader_own_malloc/traced" &&
+	pass loader_own_malloc_calls || fail loader_own_malloc_calls "$(head -c 200 "$TMP/loader_own_malloc/traced")"
+expect_stat loader_own_malloc_evicted "$TMP/loader_own_malloc" faults_refetch -gt 0
+
 # Every trace file ends where its records end: faults recorded after the trace was closed at exit
 # (the loader's pages, touched by exit code) once grew it to its 64 GiB window (sparse, but `ls`,
 # `tar` and `scp` see 64 GiB).
