@@ -106,6 +106,10 @@ $(B)/progs/plugin.so: test/progs/plugin.c
 $(B)/progs/%: test/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE -pthread -o $@ $< -lm -ldl
+# -no-pie: its references to malloc and free are the executable's own PLT entries (as CPython's)
+$(B)/progs/mallocaddr: test/progs/mallocaddr.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE -fno-pie -no-pie -o $@ $<
 $(B)/progs/stacks-O0: test/progs/stacks.c
 	$(CC) -std=gnu11 -O0 -g $(WARN) -fomit-frame-pointer -o $@ $<
 $(B)/progs/stacks-O2: test/progs/stacks.c

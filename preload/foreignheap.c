@@ -142,6 +142,7 @@ static int rebind_loader(void)
 struct dyn_tables {
 	const ElfW(Sym) *symtab;
 	const char *strtab;
+	const uint32_t *gnu_hash, *sysv_hash;
 	const ElfW(Rela) *rel[2];
 	size_t rel_bytes[2];
 };
@@ -159,6 +160,8 @@ static void read_dynamic(uintptr_t base, const ElfW(Dyn) *d, struct dyn_tables *
 		switch (d->d_tag) {
 		case DT_SYMTAB: t->symtab = (const ElfW(Sym) *)dyn_ptr(base, d->d_un.d_ptr); break;
 		case DT_STRTAB: t->strtab = (const char *)dyn_ptr(base, d->d_un.d_ptr); break;
+		case DT_GNU_HASH: t->gnu_hash = (const uint32_t *)dyn_ptr(base, d->d_un.d_ptr); break;
+		case DT_HASH: t->sysv_hash = (const uint32_t *)dyn_ptr(base, d->d_un.d_ptr); break;
 		case DT_JMPREL: t->rel[0] = (const ElfW(Rela) *)dyn_ptr(base, d->d_un.d_ptr); break;
 		case DT_PLTRELSZ: t->rel_bytes[0] = d->d_un.d_val; break;
 		case DT_RELA: t->rel[1] = (const ElfW(Rela) *)dyn_ptr(base, d->d_un.d_ptr); break;
@@ -166,18 +169,55 @@ static void read_dynamic(uintptr_t base, const ElfW(Dyn) *d, struct dyn_tables *
 		}
 }
 
+static bool object_tables(const struct dl_phdr_info *info, struct dyn_tables *t)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
+			read_dynamic(info->dlpi_addr, (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr), t);
+			return t->symtab && t->strtab;
+		}
+	return false;
+}
+
+/* The object's dynamic symbol `name` (GNU hash, or the older SysV one), or NULL. */
+static const ElfW(Sym) *symbol_of(const struct dyn_tables *t, const char *name)
+{
+	if (t->gnu_hash) {
+		uint32_t nbuckets = t->gnu_hash[0], symoffset = t->gnu_hash[1], bloom_words = t->gnu_hash[2];
+		const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)&t->gnu_hash[4] + bloom_words);
+		const uint32_t *chain = buckets + nbuckets;
+		uint32_t h = 5381;
+		for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+			h = h * 33 + *c;
+		for (uint32_t i = nbuckets ? buckets[h % nbuckets] : 0; i >= symoffset && i; i++) {
+			uint32_t ch = chain[i - symoffset];
+			if ((ch | 1) == (h | 1) && strcmp(t->strtab + t->symtab[i].st_name, name) == 0)
+				return &t->symtab[i];
+			if (ch & 1)
+				break;
+		}
+		return NULL;
+	}
+	if (t->sysv_hash) {
+		uint32_t nbucket = t->sysv_hash[0], h = 0;
+		const uint32_t *bucket = &t->sysv_hash[2], *chain = bucket + nbucket;
+		for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+			h = (h << 4) + *c;
+			h ^= (h >> 24) & 0xf0;
+		}
+		h &= 0x0fffffff;
+		for (uint32_t i = nbucket ? bucket[h % nbucket] : 0; i; i = chain[i])
+			if (strcmp(t->strtab + t->symtab[i].st_name, name) == 0)
+				return &t->symtab[i];
+	}
+	return NULL;
+}
+
 /* Every GOT slot of one object that the loader bound to the program's malloc family. */
 static int rebind_object(struct dl_phdr_info *info)
 {
-	const ElfW(Dyn) *dyn = NULL;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-	if (!dyn)
-		return 0;
 	struct dyn_tables t;
-	read_dynamic(info->dlpi_addr, dyn, &t);
-	if (!t.symtab || !t.strtab)
+	if (!object_tables(info, &t))
 		return 0;
 	uintptr_t lo, hi;
 	relro_range(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &lo, &hi);
@@ -209,27 +249,71 @@ static int rebind_unwinder(struct dl_phdr_info *info, size_t size, void *done)
 	return 0;
 }
 
+/* ---- who defines the malloc family ---- */
+
+struct definer {
+	const char *name;
+	bool ours;  /* the first object of the lookup order that defines `name` is this library */
+	bool found;
+};
+
+static bool object_contains(const struct dl_phdr_info *info, const void *addr)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (uintptr_t)addr - lo < ph->p_memsz)
+			return true;
+	}
+	return false;
+}
+
+/* Objects come in load order, the executable first, then LD_PRELOAD's: the order of the global
+ * lookup. An undefined symbol does not count: a non-PIE executable that takes malloc's address has
+ * one with a value (its PLT entry, which jumps to the definition), and dlsym returns that. */
+static int find_definer(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct definer *d = arg;
+	struct dyn_tables t;
+	if (d->found || !object_tables(info, &t))
+		return d->found;
+	const ElfW(Sym) *sym = symbol_of(&t, d->name);
+	if (!sym || sym->st_shndx == SHN_UNDEF || ELF64_ST_BIND(sym->st_info) == STB_LOCAL)
+		return 0;
+	d->found = true;
+	d->ours = object_contains(info, heap_own_fn(d->name));
+	return 1;
+}
+
+static bool defined_before_us(const char *name)
+{
+	struct definer d = { .name = name };
+	dl_iterate_phdr(find_definer, &d);
+	return d.found && !d.ours;
+}
+
 /* ---- taking over, before the runtime starts its threads ---- */
 
 __attribute__((constructor(101))) static void foreignheap_init(void)
 {
 	rt_early_init();
 	bool foreign = false;
-	for (int i = 0; i < F_N; i++) {
-		void *f = dlsym(RTLD_DEFAULT, fnames[i]);
-		if (f && f != heap_own_fn(fnames[i])) {
-			fh.theirs[i] = f;
-			foreign = true;
+	for (int i = 0; i < F_N; i++)
+		if (defined_before_us(fnames[i])) {
+			/* What the loader stored, and what a call there reaches (a PLT entry jumps on). */
+			fh.theirs[i] = dlsym(RTLD_DEFAULT, fnames[i]);
+			foreign |= fh.theirs[i] != NULL;
 		}
-	}
 	if (!foreign)
 		return;
-	/* Without its free and realloc, blocks the program's malloc gave the loader could not go
-	 * back: then the loader keeps the program's allocator (and only libunwind is rebound). */
-	bool loader = fh.theirs[F_FREE] && fh.theirs[F_REALLOC] && rebind_loader() > 0;
+	/* A block the program's malloc gave the loader goes back through its free and realloc: without
+	 * both, the loader keeps the program's allocator (and only libunwind is rebound). */
+	bool whole = fh.theirs[F_MALLOC] && fh.theirs[F_FREE] && fh.theirs[F_REALLOC];
+	bool loader = whole && rebind_loader() > 0;
 	int unwinder = 0;
 	dl_iterate_phdr(rebind_unwinder, &unwinder);
-	if (!loader)
+	if (whole && !loader)
 		rt_log("note: the program defines malloc itself, and the loader's allocator was not found "
 		       "(another C library?): if the run stops with 'no fault has been served', report it");
 }

@@ -239,6 +239,13 @@ same_output loader_own_malloc "-L 4 -M 256" "$PROGS/ownmalloc" "$PROGS/plugin.so
 	pass loader_own_malloc_calls || fail loader_own_malloc_calls "$(head -c 200 "$TMP/loader_own_malloc/traced")"
 expect_stat loader_own_malloc_evicted "$TMP/loader_own_malloc" faults_refetch -gt 0
 
+# A non-PIE executable that only takes malloc's address has an undefined symbol with a value (its
+# PLT entry), which dlsym returns: it does not bring its own malloc. Taken for one, CPython got a
+# note on its stderr (its own tests compare stderr) and libunwind was rebound for nothing.
+same_output loader_malloc_address_only "-L 4 -M 256" "$PROGS/mallocaddr"
+expect_eq loader_malloc_address_only_quiet "fltrace's notes on the program's stderr" "0" \
+	"$(grep -c 'defines malloc' "$TMP/loader_malloc_address_only/err")"
+
 # Every trace file ends where its records end: faults recorded after the trace was closed at exit
 # (the loader's pages, touched by exit code) once grew it to its 64 GiB window (sparse, but `ls`,
 # `tar` and `scp` see 64 GiB).
