@@ -199,20 +199,51 @@ static int flags(size_t align)
 	return MALLOCX_ARENA(lh.arena) | MALLOCX_TCACHE_NONE | (align > 16 ? MALLOCX_ALIGN(align) : 0);
 }
 
+/* The stack signal is held off while the arena works. The loader allocates from inside
+ * __tls_get_addr, half-way through bringing a thread's TLS vector up to date; a fault on jemalloc's
+ * metadata there would run the signal's handler, whose libunwind reads its own TLS through
+ * __tls_get_addr, which finds the vector stale and allocates again: jemalloc re-entered in the
+ * middle of an operation (its extent sets were corrupted, a crash). Held off, the fault is served
+ * the way a fault inside a system call is, and its stack is read by a handler thread instead. */
+static uint64_t hold_stack_signal(void)
+{
+	uint64_t old = 0, sig = rt.sig > 0 ? 1ull << (rt.sig - 1) : 0;
+	if (sig)
+		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &sig, &old, 8);
+	return old;
+}
+
+static void release_stack_signal(uint64_t old)
+{
+	if (rt.sig > 0 && !(old & (1ull << (rt.sig - 1)))) {
+		uint64_t sig = 1ull << (rt.sig - 1);
+		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &sig, NULL, 8);
+	}
+}
+
 void *loaderheap_alloc(size_t n, size_t align, bool zero)
 {
-	return fltrace_je_mallocx(n ? n : 1, flags(align) | (zero ? MALLOCX_ZERO : 0));
+	uint64_t old = hold_stack_signal();
+	void *p = fltrace_je_mallocx(n ? n : 1, flags(align) | (zero ? MALLOCX_ZERO : 0));
+	release_stack_signal(old);
+	return p;
 }
 
 void *loaderheap_realloc(void *p, size_t n)
 {
 	if (!p)
 		return loaderheap_alloc(n, 16, false);
-	return fltrace_je_rallocx(p, n ? n : 1, flags(16));
+	uint64_t old = hold_stack_signal();
+	void *q = fltrace_je_rallocx(p, n ? n : 1, flags(16));
+	release_stack_signal(old);
+	return q;
 }
 
 void loaderheap_free(void *p)
 {
-	if (p)
-		fltrace_je_dallocx(p, MALLOCX_TCACHE_NONE);
+	if (!p)
+		return;
+	uint64_t old = hold_stack_signal();
+	fltrace_je_dallocx(p, MALLOCX_TCACHE_NONE);
+	release_stack_signal(old);
 }

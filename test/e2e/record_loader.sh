@@ -246,6 +246,16 @@ same_output loader_malloc_address_only "-L 4 -M 256" "$PROGS/mallocaddr"
 expect_eq loader_malloc_address_only_quiet "fltrace's notes on the program's stderr" "0" \
 	"$(grep -c 'defines malloc' "$TMP/loader_malloc_address_only/err")"
 
+# A thread made before 16 objects with TLS were dlopened touches their TLS: the loader grows its TLS
+# vector and allocates each block inside __tls_get_addr. A fault on jemalloc's metadata there ran
+# the stack signal's handler, whose libunwind reads its own TLS through __tls_get_addr again: the
+# loader's arena was re-entered mid-operation and crashed (SIGSEGV in every run, -L or not).
+mkdir -p "$TMP/tlsmods"
+mods=()
+for i in $(seq 1 16); do cp "$PROGS/tlsmod.so" "$TMP/tlsmods/tls$i.so"; mods+=("$TMP/tlsmods/tls$i.so"); done
+same_output loader_tls_vector_grows "" "$PROGS/tlsmany" "${mods[@]}"
+same_output loader_tls_vector_grows_evicted "-L 4 -M 256" "$PROGS/tlsmany" "${mods[@]}"
+
 # Every trace file ends where its records end: faults recorded after the trace was closed at exit
 # (the loader's pages, touched by exit code) once grew it to its 64 GiB window (sparse, but `ls`,
 # `tar` and `scp` see 64 GiB).
