@@ -114,12 +114,13 @@ static void relro_range(uintptr_t base, const ElfW(Phdr) *ph, int n, uintptr_t *
 
 /* The loader keeps its allocator in four pointers (glibc's __rtld_malloc and siblings, in its
  * RELRO data, not exported): each holds the program's function, and nothing else there does.
- * Found by value; a function found other than exactly once is left as it is. */
-static int rebind_loader(void)
+ * Found by value, and rewritten only if every one of the program's is found exactly once: a
+ * loader that allocated from us and freed to the program would corrupt its heap. */
+static bool rebind_loader(void)
 {
 	uintptr_t base = getauxval(AT_BASE);
 	if (!base)
-		return 0; /* the loader was run as the program: nothing to rebind */
+		return false; /* the loader was run as the program: nothing to rebind */
 	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
 	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
 	uintptr_t lo, hi;
@@ -132,11 +133,14 @@ static int rebind_loader(void)
 				found[i] = w;
 				count[i]++;
 			}
-	int done = 0;
 	for (int i = 0; i < F_N; i++)
-		if (count[i] == 1 && write_slot(found[i], ours[i], lo, hi))
-			done++;
-	return done;
+		if (fh.theirs[i] && count[i] != 1)
+			return false;
+	bool ok = true;
+	for (int i = 0; i < F_N; i++)
+		if (fh.theirs[i])
+			ok &= write_slot(found[i], ours[i], lo, hi);
+	return ok;
 }
 
 struct dyn_tables {
@@ -213,15 +217,15 @@ static const ElfW(Sym) *symbol_of(const struct dyn_tables *t, const char *name)
 	return NULL;
 }
 
-/* Every GOT slot of one object that the loader bound to the program's malloc family. */
-static int rebind_object(struct dl_phdr_info *info)
+/* The GOT slots of one object that the loader bound to the program's malloc family (those of
+ * `which`, a mask of 1 << F_*). */
+static void rebind_object(struct dl_phdr_info *info, unsigned which)
 {
 	struct dyn_tables t;
 	if (!object_tables(info, &t))
-		return 0;
+		return;
 	uintptr_t lo, hi;
 	relro_range(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &lo, &hi);
-	int done = 0;
 	for (int k = 0; k < 2; k++)
 		for (size_t j = 0; t.rel[k] && j < t.rel_bytes[k] / sizeof(ElfW(Rela)); j++) {
 			const ElfW(Rela) *r = &t.rel[k][j];
@@ -229,23 +233,26 @@ static int rebind_object(struct dl_phdr_info *info)
 			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
 				continue;
 			int f = which_fn(t.strtab + t.symtab[ELF64_R_SYM(r->r_info)].st_name);
-			if (f < 0 || !fh.theirs[f])
+			if (f < 0 || !fh.theirs[f] || !(which & (1u << f)))
 				continue;
 			/* A lazy slot not yet bound holds its PLT stub: binding it now is what the
 			 * loader would do at the first call, with our function. */
-			if (write_slot((void **)(info->dlpi_addr + r->r_offset), ours[f], lo, hi))
-				done++;
+			write_slot((void **)(info->dlpi_addr + r->r_offset), ours[f], lo, hi);
 		}
-	return done;
 }
 
-static int rebind_unwinder(struct dl_phdr_info *info, size_t size, void *done)
+/* libunwind allocates on fltrace's threads: all of its malloc family. The C library frees what the
+ * loader allocated: a thread's cached stack, reused, has its dynamic TLS blocks freed by nptl
+ * through libc's own `free` slot. */
+static int rebind_libraries(struct dl_phdr_info *info, size_t size, void *loader_rebound)
 {
 	(void)size;
 	const char *slash = strrchr(info->dlpi_name, '/');
 	const char *base = slash ? slash + 1 : info->dlpi_name;
 	if (strncmp(base, "libunwind", 9) == 0)
-		*(int *)done += rebind_object(info);
+		rebind_object(info, (1u << F_N) - 1);
+	else if (strncmp(base, "libc.so", 7) == 0 && *(bool *)loader_rebound)
+		rebind_object(info, 1u << F_FREE);
 	return 0;
 }
 
@@ -307,13 +314,13 @@ __attribute__((constructor(101))) static void foreignheap_init(void)
 		}
 	if (!foreign)
 		return;
-	/* A block the program's malloc gave the loader goes back through its free and realloc: without
-	 * both, the loader keeps the program's allocator (and only libunwind is rebound). */
-	bool whole = fh.theirs[F_MALLOC] && fh.theirs[F_FREE] && fh.theirs[F_REALLOC];
-	bool loader = whole && rebind_loader() > 0;
-	int unwinder = 0;
-	dl_iterate_phdr(rebind_unwinder, &unwinder);
+	/* A block the program's malloc gave the loader goes back through its free (and realloc, if it
+	 * has one): without a free of its own, the loader keeps the program's allocator. */
+	bool whole = fh.theirs[F_MALLOC] && fh.theirs[F_FREE];
+	bool loader = whole && rebind_loader();
+	dl_iterate_phdr(rebind_libraries, &loader);
 	if (whole && !loader)
-		rt_log("note: the program defines malloc itself, and the loader's allocator was not found "
-		       "(another C library?): if the run stops with 'no fault has been served', report it");
+		rt_log("note: the program brings its own malloc, and fltrace did not find where the dynamic "
+		       "loader keeps its allocator (another C library?): if the run stops with 'no fault has "
+		       "been served', report it");
 }

@@ -234,8 +234,11 @@ same_output loader_lazy_binding_heap "-L 4 -M 256" "$PROGS/lazybind" "$PROGS/plu
 # definitions come before ours, so the loader put link maps, the scope list and TLS vectors on the
 # program's heap, and libunwind allocated from it on the handler thread. Evicted, any of them made
 # the handler wait for itself: a hang, in every run, that not even the watchdog could report.
-same_output loader_own_malloc "-L 4 -M 256" "$PROGS/ownmalloc" "$PROGS/plugin.so" "$PROGS/ownmalloc" &&
-	grep -q '^read 4096 readlink ok thread readlink ok$' "$TMP/loader_own_malloc/traced" &&
+# Threads touching a dlopened object's TLS, one after another, reuse a cached stack: nptl then
+# frees the TLS block the loader allocated through libc's free, the program's (a crash before
+# libc's free slot was rebound too).
+same_output loader_own_malloc "-L 4 -M 256" "$PROGS/ownmalloc" "$PROGS/plugin.so" "$PROGS/ownmalloc" "$PROGS/tlsmod.so" &&
+	grep -q '^read 4096 readlink ok thread readlink ok tls 3$' "$TMP/loader_own_malloc/traced" &&
 	pass loader_own_malloc_calls || fail loader_own_malloc_calls "$(head -c 200 "$TMP/loader_own_malloc/traced")"
 expect_stat loader_own_malloc_evicted "$TMP/loader_own_malloc" faults_refetch -gt 0
 

@@ -1,6 +1,7 @@
 /* An executable that defines the malloc family itself, as rustc does (jemalloc linked in) and as
  * programs linking tcmalloc or mimalloc statically do: its definitions come before fltrace's, so
- * the loader and libunwind would allocate from this heap. Usage: ownmalloc <plugin.so> <file>
+ * the loader and libunwind would allocate from this heap.
+ * Usage: ownmalloc <plugin.so> <file> <tlsmod.so>
  * Prints what it read; exits 0 if every call did what it does untraced. */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -16,6 +17,8 @@
 
 static char *ctop, *cend;
 static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { char *lo, *hi; } chunks[256]; /* free() checks that a block is this heap's */
+static int nchunks;
 static __thread char *ttop, *tend;
 
 static void refill(size_t need)
@@ -25,9 +28,12 @@ static void refill(size_t need)
 	if (!ctop || ctop + slice > cend) {
 		size_t len = slice > (64UL << 20) ? slice : (64UL << 20);
 		ctop = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (ctop == MAP_FAILED)
+		if (ctop == MAP_FAILED || nchunks == 256)
 			abort();
 		cend = ctop + len;
+		chunks[nchunks].lo = ctop;
+		chunks[nchunks].hi = cend;
+		__atomic_store_n(&nchunks, nchunks + 1, __ATOMIC_RELEASE);
 	}
 	ttop = ctop;
 	tend = ctop + slice;
@@ -51,7 +57,19 @@ static void *bump(size_t align, size_t n)
 }
 
 void *malloc(size_t n) { return bump(16, n); }
-void free(void *p) { (void)p; }
+/* A real allocator reads a block's header here: one it did not hand out corrupts it. This one
+ * says so and stops. */
+void free(void *p)
+{
+	if (!p)
+		return;
+	for (int i = 0, n = __atomic_load_n(&nchunks, __ATOMIC_ACQUIRE); i < n; i++)
+		if ((char *)p >= chunks[i].lo && (char *)p < chunks[i].hi)
+			return;
+	static const char msg[] = "ownmalloc: free() of a block this heap did not allocate\n";
+	write(2, msg, sizeof(msg) - 1);
+	abort();
+}
 void *calloc(size_t a, size_t b) { return bump(16, a * b); } /* fresh memory is zero: never reused */
 void *realloc(void *o, size_t n)
 {
@@ -76,6 +94,16 @@ long nocfi_read(int fd, void *buf, size_t n);
 __asm__(".text\n.globl nocfi_read\n.type nocfi_read,@function\nnocfi_read:\n"
 	"\tpush %rbp\n\tmov %rsp,%rbp\n\txor %eax,%eax\n\tsyscall\n\tpop %rbp\n\tret\n");
 
+static char *(*tls_get)(void);
+
+/* Its TLS block comes from the loader; when its stack is reused for the next thread, nptl frees
+ * the block through the C library's free. */
+static void *tls_toucher(void *arg)
+{
+	(void)arg;
+	return tls_get();
+}
+
 static void *worker(void *arg)
 {
 	char *buf = arg;
@@ -84,7 +112,7 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3)
+	if (argc != 4)
 		return 2;
 	size_t big = 64 << 20;
 	char *volatile buf = malloc(big);
@@ -104,7 +132,17 @@ int main(int argc, char **argv)
 	void *r;
 	if (pthread_create(&t, NULL, worker, malloc(4096)) || pthread_join(t, &r))
 		return 1;
-	printf("read %ld readlink %s thread readlink %s\n", n, m > 0 ? "ok" : "failed",
-	       (intptr_t)r > 0 ? "ok" : "failed");
+	void *tls = dlopen(argv[3], RTLD_NOW);
+	if (!tls || !(tls_get = (char *(*)(void))dlsym(tls, "get")))
+		return 1;
+	int touched = 0;
+	for (int i = 0; i < 3; i++) {
+		void *c;
+		if (pthread_create(&t, NULL, tls_toucher, NULL) || pthread_join(t, &c))
+			return 1;
+		touched += *(char *)c;
+	}
+	printf("read %ld readlink %s thread readlink %s tls %d\n", n, m > 0 ? "ok" : "failed",
+	       (intptr_t)r > 0 ? "ok" : "failed", touched);
 	return n == 4096 && m > 0 && (intptr_t)r > 0 ? 0 : 1;
 }
