@@ -8,10 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
+#include "../src/runtime/got.h"
 #include "../src/runtime/rt.h"
 #include "heap.h"
 #include "loaderheap.h"
@@ -88,30 +86,6 @@ static int which_fn(const char *name)
 	return -1;
 }
 
-/* Writes one pointer in a page that RELRO may have made read-only; put back as it was. */
-static bool write_slot(void **slot, void *value, uintptr_t relro_lo, uintptr_t relro_hi)
-{
-	uintptr_t a = (uintptr_t)slot;
-	bool ro = a >= relro_lo && a < relro_hi;
-	uintptr_t page = a & ~(uintptr_t)(rt.page_size - 1);
-	if (ro && syscall(SYS_mprotect, page, rt.page_size, PROT_READ | PROT_WRITE) != 0)
-		return false;
-	__atomic_store_n(slot, value, __ATOMIC_RELEASE);
-	if (ro)
-		syscall(SYS_mprotect, page, rt.page_size, PROT_READ);
-	return true;
-}
-
-static void relro_range(uintptr_t base, const ElfW(Phdr) *ph, int n, uintptr_t *lo, uintptr_t *hi)
-{
-	*lo = *hi = 0;
-	for (int i = 0; i < n; i++)
-		if (ph[i].p_type == PT_GNU_RELRO) {
-			*lo = base + ph[i].p_vaddr;
-			*hi = *lo + ph[i].p_memsz;
-		}
-}
-
 /* The loader keeps its allocator in four pointers (glibc's __rtld_malloc and siblings, in its
  * RELRO data, not exported): each holds the program's function, and nothing else there does.
  * Found by value, and rewritten only if every one of the program's is found exactly once: a
@@ -123,11 +97,11 @@ static bool rebind_loader(void)
 		return false; /* the loader was run as the program: nothing to rebind */
 	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
 	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
-	uintptr_t lo, hi;
-	relro_range(base, ph, eh->e_phnum, &lo, &hi);
+	struct got_relro r;
+	got_relro_of(base, ph, eh->e_phnum, &r);
 	void **found[F_N] = { 0 };
 	int count[F_N] = { 0 };
-	for (void **w = (void **)((lo + 7) & ~(uintptr_t)7); (uintptr_t)(w + 1) <= hi; w++)
+	for (void **w = (void **)r.lo; (uintptr_t)(w + 1) <= r.hi; w++)
 		for (int i = 0; i < F_N; i++)
 			if (fh.theirs[i] && *w == fh.theirs[i]) {
 				found[i] = w;
@@ -139,106 +113,20 @@ static bool rebind_loader(void)
 	bool ok = true;
 	for (int i = 0; i < F_N; i++)
 		if (fh.theirs[i])
-			ok &= write_slot(found[i], ours[i], lo, hi);
+			ok &= got_write_slot(found[i], ours[i], &r);
 	return ok;
 }
 
-struct dyn_tables {
-	const ElfW(Sym) *symtab;
-	const char *strtab;
-	const uint32_t *gnu_hash, *sysv_hash;
-	const ElfW(Rela) *rel[2];
-	size_t rel_bytes[2];
-};
-
-/* The loader relocated most of .dynamic's pointers in place; some loaders leave them offsets. */
-static uintptr_t dyn_ptr(uintptr_t base, ElfW(Addr) v)
+/* What a GOT slot of the malloc family in `which` (a mask of 1 << F_*) gets instead. */
+static void *replacement(const char *name, void *which)
 {
-	return v < base ? base + v : v;
+	int f = which_fn(name);
+	return f >= 0 && fh.theirs[f] && (*(unsigned *)which & (1u << f)) ? ours[f] : NULL;
 }
 
-static void read_dynamic(uintptr_t base, const ElfW(Dyn) *d, struct dyn_tables *t)
-{
-	memset(t, 0, sizeof(*t));
-	for (; d->d_tag != DT_NULL; d++)
-		switch (d->d_tag) {
-		case DT_SYMTAB: t->symtab = (const ElfW(Sym) *)dyn_ptr(base, d->d_un.d_ptr); break;
-		case DT_STRTAB: t->strtab = (const char *)dyn_ptr(base, d->d_un.d_ptr); break;
-		case DT_GNU_HASH: t->gnu_hash = (const uint32_t *)dyn_ptr(base, d->d_un.d_ptr); break;
-		case DT_HASH: t->sysv_hash = (const uint32_t *)dyn_ptr(base, d->d_un.d_ptr); break;
-		case DT_JMPREL: t->rel[0] = (const ElfW(Rela) *)dyn_ptr(base, d->d_un.d_ptr); break;
-		case DT_PLTRELSZ: t->rel_bytes[0] = d->d_un.d_val; break;
-		case DT_RELA: t->rel[1] = (const ElfW(Rela) *)dyn_ptr(base, d->d_un.d_ptr); break;
-		case DT_RELASZ: t->rel_bytes[1] = d->d_un.d_val; break;
-		}
-}
-
-static bool object_tables(const struct dl_phdr_info *info, struct dyn_tables *t)
-{
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) {
-			read_dynamic(info->dlpi_addr, (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr), t);
-			return t->symtab && t->strtab;
-		}
-	return false;
-}
-
-/* The object's dynamic symbol `name` (GNU hash, or the older SysV one), or NULL. */
-static const ElfW(Sym) *symbol_of(const struct dyn_tables *t, const char *name)
-{
-	if (t->gnu_hash) {
-		uint32_t nbuckets = t->gnu_hash[0], symoffset = t->gnu_hash[1], bloom_words = t->gnu_hash[2];
-		const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)&t->gnu_hash[4] + bloom_words);
-		const uint32_t *chain = buckets + nbuckets;
-		uint32_t h = 5381;
-		for (const unsigned char *c = (const unsigned char *)name; *c; c++)
-			h = h * 33 + *c;
-		for (uint32_t i = nbuckets ? buckets[h % nbuckets] : 0; i >= symoffset && i; i++) {
-			uint32_t ch = chain[i - symoffset];
-			if ((ch | 1) == (h | 1) && strcmp(t->strtab + t->symtab[i].st_name, name) == 0)
-				return &t->symtab[i];
-			if (ch & 1)
-				break;
-		}
-		return NULL;
-	}
-	if (t->sysv_hash) {
-		uint32_t nbucket = t->sysv_hash[0], h = 0;
-		const uint32_t *bucket = &t->sysv_hash[2], *chain = bucket + nbucket;
-		for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-			h = (h << 4) + *c;
-			h ^= (h >> 24) & 0xf0;
-		}
-		h &= 0x0fffffff;
-		for (uint32_t i = nbucket ? bucket[h % nbucket] : 0; i; i = chain[i])
-			if (strcmp(t->strtab + t->symtab[i].st_name, name) == 0)
-				return &t->symtab[i];
-	}
-	return NULL;
-}
-
-/* The GOT slots of one object that the loader bound to the program's malloc family (those of
- * `which`, a mask of 1 << F_*). */
 static void rebind_object(struct dl_phdr_info *info, unsigned which)
 {
-	struct dyn_tables t;
-	if (!object_tables(info, &t))
-		return;
-	uintptr_t lo, hi;
-	relro_range(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &lo, &hi);
-	for (int k = 0; k < 2; k++)
-		for (size_t j = 0; t.rel[k] && j < t.rel_bytes[k] / sizeof(ElfW(Rela)); j++) {
-			const ElfW(Rela) *r = &t.rel[k][j];
-			unsigned type = ELF64_R_TYPE(r->r_info);
-			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
-				continue;
-			int f = which_fn(t.strtab + t.symtab[ELF64_R_SYM(r->r_info)].st_name);
-			if (f < 0 || !fh.theirs[f] || !(which & (1u << f)))
-				continue;
-			/* A lazy slot not yet bound holds its PLT stub: binding it now is what the
-			 * loader would do at the first call, with our function. */
-			write_slot((void **)(info->dlpi_addr + r->r_offset), ours[f], lo, hi);
-		}
+	got_rebind(info, replacement, &which);
 }
 
 /* libunwind allocates on fltrace's threads: all of its malloc family. The C library frees what the
@@ -276,17 +164,13 @@ static bool object_contains(const struct dl_phdr_info *info, const void *addr)
 }
 
 /* Objects come in load order, the executable first, then LD_PRELOAD's: the order of the global
- * lookup. An undefined symbol does not count: a non-PIE executable that takes malloc's address has
- * one with a value (its PLT entry, which jumps to the definition), and dlsym returns that. */
+ * lookup. dlsym would not do: for a non-PIE executable that takes malloc's address it returns that
+ * executable's PLT entry, which jumps to the definition. */
 static int find_definer(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	struct definer *d = arg;
-	struct dyn_tables t;
-	if (d->found || !object_tables(info, &t))
-		return d->found;
-	const ElfW(Sym) *sym = symbol_of(&t, d->name);
-	if (!sym || sym->st_shndx == SHN_UNDEF || ELF64_ST_BIND(sym->st_info) == STB_LOCAL)
+	if (!got_defines(info, d->name))
 		return 0;
 	d->found = true;
 	d->ours = object_contains(info, heap_own_fn(d->name));

@@ -7,7 +7,7 @@
 #   0 common   inc/fltrace/*.h, src/common/*.c: pure helpers, no runtime, no analysis
 #   1 lock     src/runtime/lock.h: the locks and their order
 #   2 pages    src/runtime/pagestate.h: every page's state
-#   3 base     rt.h (the runtime root, config, counters, dying, own fds and threads), threads.h,
+#   3 base     rt.h (the runtime root, config, counters, dying, own fds and threads), threads.h, got.h,
 #              uffd.h, trace.h, filemap.h, unwcheck.h
 #   4 memory   region.h, far.h, evict.h, policy.h: tracked regions, the far store, eviction (one
 #              floor: releasing or moving a region's pages hands them to the far store and policy)
@@ -27,7 +27,7 @@ floor_of_header() { # path as included, relative to the includer's directory or 
 	fltrace/*) echo 0 ;;
 	lock.h) echo 1 ;;
 	pagestate.h) echo 2 ;;
-	rt.h|threads.h|uffd.h|trace.h|filemap.h|unwcheck.h) echo 3 ;;
+	rt.h|threads.h|uffd.h|trace.h|filemap.h|unwcheck.h|got.h) echo 3 ;;
 	region.h|far.h|evict.h|policy.h) echo 4 ;;
 	prefault.h|sysstack.h|loader.h|allocs.h|maps.h) echo 5 ;;
 	fault.h|handler.h) echo 6 ;;

@@ -6,10 +6,10 @@
 #include <errno.h>
 #include <link.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "got.h"
 #include "rt.h"
 #include "unwcheck.h"
 
@@ -83,68 +83,17 @@ static void *unw_hook_of(const char *name)
 	return NULL;
 }
 
-/* Writes one GOT slot; a slot in the RELRO part (a library linked with -z now) is read-only. */
-static void unw_set_slot(void **slot, void *fn, uintptr_t relro_lo, uintptr_t relro_hi)
+static void *unw_replacement(const char *name, void *arg)
 {
-	uintptr_t s = (uintptr_t)slot;
-	bool ro = s >= relro_lo && s < relro_hi;
-	uintptr_t page = s & ~((uintptr_t)rt.page_size - 1);
-	if (ro)
-		syscall(SYS_mprotect, page, rt.page_size, PROT_READ | PROT_WRITE);
-	__atomic_store_n(slot, fn, __ATOMIC_RELEASE);
-	if (ro)
-		syscall(SYS_mprotect, page, rt.page_size, PROT_READ);
-}
-
-static void unw_patch_relocs(const struct dl_phdr_info *info, const ElfW(Rela) *rel, size_t n,
-			     const ElfW(Sym) *symtab, const char *strtab, uintptr_t relro_lo, uintptr_t relro_hi)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned type = ELF64_R_TYPE(rel[i].r_info);
-		if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
-			continue;
-		void *fn = unw_hook_of(strtab + symtab[ELF64_R_SYM(rel[i].r_info)].st_name);
-		if (fn)
-			unw_set_slot((void **)(info->dlpi_addr + rel[i].r_offset), fn, relro_lo, relro_hi);
-	}
+	(void)arg;
+	return unw_hook_of(name);
 }
 
 static int unw_patch_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libunwind"))
-		return 0;
-	const ElfW(Dyn) *dyn = NULL;
-	uintptr_t relro_lo = 0, relro_hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
-		if (ph->p_type == PT_GNU_RELRO) {
-			relro_lo = info->dlpi_addr + ph->p_vaddr;
-			relro_hi = relro_lo + ph->p_memsz;
-		}
-	}
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const ElfW(Rela) *jmprel = NULL, *rela = NULL;
-	size_t jmprel_size = 0, rela_size = 0;
-	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
-		/* The loader has relocated these to addresses already. */
-		switch (dyn->d_tag) {
-		case DT_SYMTAB: symtab = (const ElfW(Sym) *)dyn->d_un.d_ptr; break;
-		case DT_STRTAB: strtab = (const char *)dyn->d_un.d_ptr; break;
-		case DT_JMPREL: jmprel = (const ElfW(Rela) *)dyn->d_un.d_ptr; break;
-		case DT_PLTRELSZ: jmprel_size = dyn->d_un.d_val; break;
-		case DT_RELA: rela = (const ElfW(Rela) *)dyn->d_un.d_ptr; break;
-		case DT_RELASZ: rela_size = dyn->d_un.d_val; break;
-		}
-	}
-	if (!symtab || !strtab)
-		return 0;
-	if (jmprel)
-		unw_patch_relocs(info, jmprel, jmprel_size / sizeof(ElfW(Rela)), symtab, strtab, relro_lo, relro_hi);
-	if (rela)
-		unw_patch_relocs(info, rela, rela_size / sizeof(ElfW(Rela)), symtab, strtab, relro_lo, relro_hi);
+	(void)size, (void)arg;
+	if (info->dlpi_name && strstr(info->dlpi_name, "/libunwind"))
+		got_rebind(info, unw_replacement, NULL);
 	return 0;
 }
 
