@@ -93,19 +93,23 @@ $(PRELOAD_LIB): $(RUNTIME_OBJ) $(COMMON_PIC) preload/exports.map $(JEMALLOC_RENA
 
 # Test programs: the traced workloads of the end-to-end tests (some built twice, -O0 and -O2).
 PROGS := $(PROGS_SRC:test/progs/%.c=$(B)/progs/%)
-PROGS := $(filter-out $(B)/progs/plugin $(B)/progs/tlsmod $(B)/progs/libcalls,$(PROGS))
+PROGS := $(filter-out $(B)/progs/plugin $(B)/progs/tlsmod $(B)/progs/earlydl $(B)/progs/libcalls,$(PROGS))
 progs: $(PROGS) $(B)/progs/stacks-O0 $(B)/progs/stacks-O2 $(B)/progs/stacks-O2-fp \
 	$(B)/progs/libcalls-O0-fp $(B)/progs/libcalls-O2 \
-	$(B)/progs/deepstacks $(B)/progs/plugin.so $(B)/progs/tlsmod.so
+	$(B)/progs/deepstacks $(B)/progs/plugin.so $(B)/progs/tlsmod.so $(B)/progs/ownmalloc-early
 $(B)/progs/deepstacks: test/progs/deepstacks.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -std=gnu++17 -O1 -g $(WARN) -pthread -o $@ $<
-$(B)/progs/plugin.so $(B)/progs/tlsmod.so: $(B)/progs/%.so: test/progs/%.c
+$(B)/progs/plugin.so $(B)/progs/tlsmod.so $(B)/progs/earlydl.so: $(B)/progs/%.so: test/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g $(WARN) -shared -fPIC -o $@ $<
 $(B)/progs/%: test/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE -pthread -o $@ $< -lm -ldl
+# ownmalloc with a library whose constructor dlopens before fltrace's constructor runs
+$(B)/progs/ownmalloc-early: test/progs/ownmalloc.c $(B)/progs/earlydl.so
+	$(CC) -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE -pthread -o $@ $< -Wl,--no-as-needed -L$(B)/progs -l:earlydl.so \
+		-Wl,-rpath,$(abspath $(B)/progs) -ldl
 # -no-pie: its references to malloc and free are the executable's own PLT entries (as CPython's)
 $(B)/progs/mallocaddr: test/progs/mallocaddr.c
 	@mkdir -p $(dir $@)

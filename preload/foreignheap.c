@@ -137,8 +137,12 @@ static int rebind_libraries(struct dl_phdr_info *info, size_t size, void *loader
 	(void)size;
 	const char *slash = strrchr(info->dlpi_name, '/');
 	const char *base = slash ? slash + 1 : info->dlpi_name;
-	if (strncmp(base, "libunwind", 9) == 0)
+	if (strncmp(base, "libunwind", 9) == 0) {
+		/* What the loader allocated before we took over stays on the program's heap (a dlopen
+		 * in a constructor of the executable's libraries): a handler never binds a slot. */
+		got_bind_now(info);
 		rebind_object(info, (1u << F_N) - 1);
+	}
 	else if (strncmp(base, "libc.so", 7) == 0 && *(bool *)loader_rebound)
 		rebind_object(info, 1u << F_FREE);
 	return 0;

@@ -1,5 +1,6 @@
 /* Loaded objects' dynamic tables: symbol lookup through their hash tables, and GOT slots rewritten
  * by symbol name (libunwind's imports in unwcheck.c, the malloc family in preload/foreignheap.c). */
+#include <dlfcn.h>
 #include <elf.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,6 +14,8 @@ struct dyn_tables {
 	const ElfW(Sym) *symtab;
 	const char *strtab;
 	const uint32_t *gnu_hash, *sysv_hash;
+	const ElfW(Versym) *versym;
+	const ElfW(Verneed) *verneed;
 	const ElfW(Rela) *rel[2];
 	size_t rel_bytes[2];
 };
@@ -60,6 +63,8 @@ static bool tables_of(const struct dl_phdr_info *info, struct dyn_tables *t)
 		case DT_STRTAB: t->strtab = (const char *)dyn_ptr(b, d->d_un.d_ptr); break;
 		case DT_GNU_HASH: t->gnu_hash = (const uint32_t *)dyn_ptr(b, d->d_un.d_ptr); break;
 		case DT_HASH: t->sysv_hash = (const uint32_t *)dyn_ptr(b, d->d_un.d_ptr); break;
+		case DT_VERSYM: t->versym = (const ElfW(Versym) *)dyn_ptr(b, d->d_un.d_ptr); break;
+		case DT_VERNEED: t->verneed = (const ElfW(Verneed) *)dyn_ptr(b, d->d_un.d_ptr); break;
 		case DT_JMPREL: t->rel[0] = (const ElfW(Rela) *)dyn_ptr(b, d->d_un.d_ptr); break;
 		case DT_PLTRELSZ: t->rel_bytes[0] = d->d_un.d_val; break;
 		case DT_RELA: t->rel[1] = (const ElfW(Rela) *)dyn_ptr(b, d->d_un.d_ptr); break;
@@ -129,4 +134,41 @@ void got_rebind(const struct dl_phdr_info *info, void *(*replace)(const char *na
 			if (v)
 				got_write_slot((void **)(info->dlpi_addr + rel->r_offset), v, &r);
 		}
+}
+
+/* The version the object asks for its import number `sym`, or NULL for none. */
+static const char *version_needed(const struct dyn_tables *t, size_t sym)
+{
+	if (!t->versym || !t->verneed)
+		return NULL;
+	unsigned v = t->versym[sym] & 0x7fff;
+	for (const ElfW(Verneed) *n = t->verneed; v >= 2;
+	     n = (const ElfW(Verneed) *)((const char *)n + n->vn_next)) {
+		const ElfW(Vernaux) *a = (const ElfW(Vernaux) *)((const char *)n + n->vn_aux);
+		for (unsigned i = 0; i < n->vn_cnt; i++, a = (const ElfW(Vernaux) *)((const char *)a + a->vna_next))
+			if (a->vna_other == v)
+				return t->strtab + a->vna_name;
+		if (!n->vn_next)
+			break;
+	}
+	return NULL;
+}
+
+void got_bind_now(const struct dl_phdr_info *info)
+{
+	struct dyn_tables t;
+	if (!tables_of(info, &t) || !t.rel[0])
+		return;
+	struct got_relro r;
+	got_relro_of(info->dlpi_addr, info->dlpi_phdr, info->dlpi_phnum, &r);
+	for (size_t j = 0; j < t.rel_bytes[0] / sizeof(ElfW(Rela)); j++) {
+		const ElfW(Rela) *rel = &t.rel[0][j];
+		if (ELF64_R_TYPE(rel->r_info) != R_X86_64_JUMP_SLOT)
+			continue;
+		size_t sym = ELF64_R_SYM(rel->r_info);
+		const char *name = t.strtab + t.symtab[sym].st_name, *version = version_needed(&t, sym);
+		void *f = version ? dlvsym(RTLD_DEFAULT, name, version) : dlsym(RTLD_DEFAULT, name);
+		if (f)
+			got_write_slot((void **)(info->dlpi_addr + rel->r_offset), f, &r);
+	}
 }

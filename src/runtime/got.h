@@ -21,6 +21,11 @@ bool got_write_slot(void **slot, void *value, const struct got_relro *r);
  * not bound yet is bound now. */
 void got_rebind(const struct dl_phdr_info *info, void *(*replace)(const char *name, void *arg), void *arg);
 
+/* Binds every lazy PLT slot of the object now, to what dlvsym finds for the name and version it
+ * imports: the loader's lazy binding walks its scope lists, which a handler thread must not read
+ * where they may be evicted. */
+void got_bind_now(const struct dl_phdr_info *info);
+
 /* True if the object defines `name` (a dynamic symbol neither undefined nor local): a non-PIE
  * executable's undefined symbol with a value (its PLT entry, for taking the address) does not. */
 bool got_defines(const struct dl_phdr_info *info, const char *name);

@@ -242,6 +242,13 @@ same_output loader_own_malloc "-L 4 -M 256" "$PROGS/ownmalloc" "$PROGS/plugin.so
 	pass loader_own_malloc_calls || fail loader_own_malloc_calls "$(head -c 200 "$TMP/loader_own_malloc/traced")"
 expect_stat loader_own_malloc_evicted "$TMP/loader_own_malloc" faults_refetch -gt 0
 
+# The same program with a library whose constructor dlopens (RTLD_GLOBAL) before fltrace's runs:
+# that link map and the scope list stay on the program's heap, and a handler that bound one of
+# libunwind's lazy PLT slots walked them once evicted (a hang). libunwind's slots are bound at
+# start now.
+EARLY_DLOPEN=$PROGS/plugin.so same_output loader_own_malloc_early_dlopen "-L 4 -M 256" "$PROGS/ownmalloc-early" \
+	"$PROGS/plugin.so" "$PROGS/ownmalloc" "$PROGS/tlsmod.so"
+
 # A non-PIE executable that only takes malloc's address has an undefined symbol with a value (its
 # PLT entry), which dlsym returns: it does not bring its own malloc. Taken for one, CPython got a
 # note on its stderr (its own tests compare stderr) and libunwind was rebound for nothing.
