@@ -124,11 +124,6 @@ static void *replacement(const char *name, void *which)
 	return f >= 0 && fh.theirs[f] && (*(unsigned *)which & (1u << f)) ? ours[f] : NULL;
 }
 
-static void rebind_object(struct dl_phdr_info *info, unsigned which)
-{
-	got_rebind(info, replacement, &which);
-}
-
 /* libunwind allocates on fltrace's threads: all of its malloc family. The C library frees what the
  * loader allocated: a thread's cached stack, reused, has its dynamic TLS blocks freed by nptl
  * through libc's own `free` slot. */
@@ -141,10 +136,13 @@ static int rebind_libraries(struct dl_phdr_info *info, size_t size, void *loader
 		/* What the loader allocated before we took over stays on the program's heap (a dlopen
 		 * in a constructor of the executable's libraries): a handler never binds a slot. */
 		got_bind_now(info);
-		rebind_object(info, (1u << F_N) - 1);
+		unsigned all = (1u << F_N) - 1;
+		got_rebind(info, replacement, &all);
 	}
-	else if (strncmp(base, "libc.so", 7) == 0 && *(bool *)loader_rebound)
-		rebind_object(info, 1u << F_FREE);
+	else if (strncmp(base, "libc.so", 7) == 0 && *(bool *)loader_rebound) {
+		unsigned free_only = 1u << F_FREE;
+		got_rebind(info, replacement, &free_only);
+	}
 	return 0;
 }
 
