@@ -37,9 +37,20 @@ void record_without_stack(struct rt_thread *t, struct rt_thread *slot, int tid,
 
 /* ---- serve.c (fault_bring_in in handler.h: fork.c serves pages too) ---- */
 int serve_init(void);
+/* A handler thread's list of wakes done after rt.lock (every thread that serves: at its start). */
+int serve_thread_init(void);
+/* After rt_unlock: the wakes that serving queued meanwhile, in order. */
+void serve_wakes_flush(void);
 /* A page on probation comes back without a recorded fault; false if it is not on probation. */
 bool fault_serve_soft(uintptr_t addr, int fd);
-/* Brings the page in, the stack signal queued around it if *signal; false if nothing to serve. */
-bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, bool *signal);
+/* How a served fault's thread gets its stack signal: none, sent before its page is served (it then
+ * waits in its handler for the page), or once the page is in place. */
+enum serve_signal { SERVE_SIGNAL_NONE, SERVE_SIGNAL_EARLY, SERVE_SIGNAL_LATE };
+/* EARLY: sends the signal, before rt.lock; false if it could not be sent. */
+bool signal_early_post(struct rt_thread *t, int tid);
+void signal_early_cancel(struct rt_thread *t); /* it records nothing and faults again */
+/* Brings the page in; false if nothing to serve. *late: the LATE signal is owed (sent at the
+ * flush) and the thread awaits it. */
+bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, enum serve_signal signal, bool *late);
 
 #endif

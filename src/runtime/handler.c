@@ -202,6 +202,7 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		if (soft)
 			rt_time_add(&rt.stats.time.soft, t0);
 		rt_unlock();
+		serve_wakes_flush();
 		if (soft)
 			return true;
 	}
@@ -241,9 +242,6 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	bool unwind = record && !busy && !signal && s.nr >= -1 && !slot_has_call_stack(t, s.nr);
 	struct rt_thread local;
 	struct rt_thread *req = signal ? t : &local; /* only a signalled request lives in the slot */
-
-	if (!handler_lock())
-		return false;
 	req->addr = addr;
 	req->uffd = fd;
 	req->arrival_ns = arrival;
@@ -252,13 +250,29 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	req->region = 0;
 	req->pc_at_fault = s.pc;
 	req->sp_at_fault = s.sp;
-	/* Under the lock: no other handler may serve the page before the signal is queued. */
-	bool wanted_signal = signal;
-	bool served = fault_serve(req, addr, tid, &signal);
+	/* Only a handler of the program's own can wake the thread from its fault and run it back to
+	 * the faulting instruction before its page is in place: then the signal goes first (before
+	 * rt.lock: woken, the thread would preempt a SCHED_IDLE poller holding it), and the thread
+	 * waits in its handler for the page. Without one, the cheaper order is as safe. */
+	enum serve_signal how = !signal ? SERVE_SIGNAL_NONE :
+				atomic_load(&rt.program_catches) ? SERVE_SIGNAL_EARLY : SERVE_SIGNAL_LATE;
+	if (how == SERVE_SIGNAL_EARLY && !signal_early_post(t, tid))
+		how = SERVE_SIGNAL_NONE;
+	if (!handler_lock()) {
+		if (how != SERVE_SIGNAL_EARLY)
+			return false;
+		/* A fork holds the lock: the signalled thread records nothing, faults again, and that
+		 * fault waits for the fork like any other. */
+		signal_early_cancel(t);
+		return true;
+	}
+	bool late = false;
+	bool served = fault_serve(req, addr, tid, how, &late);
 	rt_unlock();
+	serve_wakes_flush();
 	if (!served)
 		return true;
-	if (signal) { /* counted by the thread, as it records: before it runs on (handler_on_signal) */
+	if (how == SERVE_SIGNAL_EARLY || late) { /* counted by the thread, as it records (handler_on_signal) */
 		tls_peer_cpu = atomic_load_explicit(&t->cpu, memory_order_relaxed);
 		handler_test_lag();
 		if (ctx->npending < PENDING_MAX)
@@ -267,7 +281,7 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	}
 	/* The thread sleeps until the record is written: a program that exits right after its last
 	 * fault must still find that fault in its trace. */
-	enum rt_nostack why = wanted_signal ? NOSTACK_GONE : s.nr >= -1 ? NOSTACK_UNWIND : NOSTACK_STATE;
+	enum rt_nostack why = signal ? NOSTACK_GONE : s.nr >= -1 ? NOSTACK_UNWIND : NOSTACK_STATE;
 	const struct syscall_state *state = s.nr >= -1 ? &s : NULL;
 	if (!handler_note_unsignalled(req, t, tid, record, state, unwind, why)) {
 		handler_defer_note(ctx, req, t, tid, record, state, unwind, why);
@@ -436,7 +450,7 @@ static void *handler_main(void *arg)
 	handler_pin((unsigned)(uintptr_t)arg);
 	/* Not thread-local: every thread of the program would carry its 70 KB. */
 	struct handler_ctx *ctx = rt_map(sizeof(*ctx));
-	if (!ctx)
+	if (!ctx || serve_thread_init() < 0)
 		rt_die("handler", "no memory for a handler thread's state", "free some memory and run again");
 	struct uffd_msg msgs[MSG_BATCH];
 	/* Two fds with --files=all: the program's memory, and the loader's mappings taken over (whose
