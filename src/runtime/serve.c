@@ -96,6 +96,12 @@ static bool wake_left_to_owner(uintptr_t addr)
 	return false;
 }
 
+void serve_wake_page(int fd, uintptr_t addr)
+{
+	if (!wake_left_to_owner(addr))
+		uffd_wake(fd, addr, rt.page_size);
+}
+
 /* Wakes whatever sleeps on the page: at once outside a handler thread, else after rt.lock. */
 static void wake_range(int fd, uintptr_t addr)
 {
@@ -296,7 +302,7 @@ static void signal_failed(struct rt_thread *t, int tid)
 	count_fault(t->flags, t->kind);
 	record_without_stack(t, t, tid, NULL, NULL, 0, NOSTACK_GONE);
 	atomic_store(&t->state, REQ_IDLE);
-	uffd_wake(t->uffd, t->addr, rt.page_size);
+	serve_wake_page(t->uffd, t->addr);
 }
 
 /* The stack signal of a thread whose page is in place: owed until serve_wakes_flush sends it
@@ -347,8 +353,7 @@ void serve_wakes_flush(void)
 		struct wake *w = &l->w[i];
 		switch (w->kind) {
 		case WAKE_RANGE:
-			if (!wake_left_to_owner(w->addr))
-				uffd_wake(w->fd, w->addr, rt.page_size);
+			serve_wake_page(w->fd, w->addr);
 			break;
 		case WAKE_SIGNAL:
 			if (!signal_send(w->tid))
