@@ -294,9 +294,13 @@ static void *poller_main(void *arg)
 			atomic_store_explicit(&hd.last_msg, rt_mono_ns(), memory_order_relaxed);
 			continue;
 		}
-		if (now - atomic_load_explicit(&hd.last_msg, memory_order_relaxed) < rt.cfg.spin_ns ||
-		    handler_ctx_waiting(p->ctx) || atomic_load_explicit(&p->queued, memory_order_relaxed)) {
+		if (now - atomic_load_explicit(&hd.last_msg, memory_order_relaxed) < rt.cfg.spin_ns) {
 			__builtin_ia32_pause();
+			continue;
+		}
+		/* Follow-ups (a signal not yet answered, waited for up to 50 ms) are checked each ms. */
+		if (handler_ctx_waiting(p->ctx) || atomic_load_explicit(&p->queued, memory_order_relaxed)) {
+			pollers_block(1);
 			continue;
 		}
 		/* No fault for a while: sleep until the next (which wakes every poller). */
