@@ -52,7 +52,10 @@ struct poller {
 	pthread_t thread;
 	struct handler_ctx *ctx;
 	_Atomic uint64_t busy_since; /* serving since (0: looking for work): the backstop's view */
-	_Atomic bool boosted;        /* given normal priority by the backstop until it is done */
+	_Atomic bool boosted;        /* found stuck and given SCHED_OTHER by the backstop */
+	bool idle_policy;            /* at SCHED_IDLE now (only while it polls: poller_policy) */
+	_Atomic uint64_t beat;       /* its loop's turns: the backstop tells a starved poller by it */
+	uint64_t beat_seen;          /* the backstop's: beat at its last tick */
 	_Atomic bool asleep;         /* in poll() */
 	_Atomic unsigned queued;     /* slots holding a routed fault */
 	uint64_t backoff_until, backoff_ns; /* no new fault until then: see poller_unboost */
@@ -226,16 +229,28 @@ static void poller_take(void *self, const struct uffd_msg *m, int fd)
 	poller_serve(p, m, fd);
 }
 
-/* Back to SCHED_IDLE once done with what the backstop boosted it for; and since its CPU is busy
- * with other threads, it takes no new fault for a while (1 ms, doubling while it keeps being
- * boosted, up to 64 ms): taken, a fault would likely stall in its hands again. */
+/* A poller runs at SCHED_IDLE only while it polls for faults: then it takes no CPU a program thread
+ * wants. Asleep, backing off or boosted it is SCHED_OTHER: a SCHED_IDLE thread left runnable on a
+ * busy CPU may wait seconds for it, and a process cannot exit or exec until each of its threads has
+ * run to its end (measured: 7-8 s to exit for a process with two SCHED_IDLE threads polling while
+ * both CPUs ran busy loops, 0.2-0.3 s with them asleep or at SCHED_OTHER). */
+static void poller_policy(struct poller *p, bool idle)
+{
+	if (p->idle_policy != idle && pollers_set_policy(0, idle ? SCHED_IDLE : SCHED_OTHER) == 0)
+		p->idle_policy = idle;
+}
+
+/* Found stuck by the backstop (in a fault, or polling without a CPU) and given SCHED_OTHER: since
+ * its CPU is busy with other threads, it takes no new fault for a while (1 ms, doubling while it
+ * keeps being found stuck, up to 64 ms), asleep: taken, a fault would likely stall in its hands. */
 #define BACKOFF_MIN_NS (1000 * 1000ull)
 #define BACKOFF_MAX_NS (64 * 1000 * 1000ull)
 static void poller_unboost(struct poller *p, uint64_t now)
 {
-	if (!atomic_load_explicit(&p->boosted, memory_order_relaxed) || pollers_set_policy(0, SCHED_IDLE) < 0)
+	if (!atomic_load_explicit(&p->boosted, memory_order_relaxed))
 		return;
 	atomic_store(&p->boosted, false);
+	p->idle_policy = false;
 	bool again = now < p->backoff_until + BACKOFF_MAX_NS;
 	p->backoff_ns = again && p->backoff_ns ? p->backoff_ns * 2 : BACKOFF_MIN_NS;
 	if (p->backoff_ns > BACKOFF_MAX_NS)
@@ -273,10 +288,10 @@ static void *poller_main(void *arg)
 	handler_thread_enter();
 	p->ctx = handler_ctx_new();
 	atomic_store(&p->tid, rt_gettid());
-	pollers_pin(p->cpu);
-	pollers_set_policy(0, SCHED_IDLE);
 	atomic_fetch_add(&hd.started, 1);
+	pollers_pin(p->cpu);
 	for (;;) {
+		atomic_fetch_add_explicit(&p->beat, 1, memory_order_relaxed);
 		uint64_t now = rt_mono_ns();
 		poller_unboost(p, now);
 		if (now < p->backoff_until && !handler_ctx_waiting(p->ctx)) {
@@ -295,9 +310,11 @@ static void *poller_main(void *arg)
 			continue;
 		}
 		if (now - atomic_load_explicit(&hd.last_msg, memory_order_relaxed) < rt.cfg.spin_ns) {
+			poller_policy(p, true);
 			__builtin_ia32_pause();
 			continue;
 		}
+		poller_policy(p, false);
 		/* Follow-ups (a signal not yet answered, waited for up to 50 ms) are checked each ms. */
 		if (handler_ctx_waiting(p->ctx) || atomic_load_explicit(&p->queued, memory_order_relaxed)) {
 			pollers_block(1);
@@ -322,20 +339,38 @@ static bool pollers_all_asleep(void)
 	return !route_any_queued();
 }
 
-/* A poller in the middle of a fault for longer than STALL_BOOST_NS was preempted there (a program
- * thread woke on its CPU) and, at SCHED_IDLE, would wait for that CPU for as long as it stays
- * busy, with rt.lock or a thread's fault in its hands: it gets normal priority until it is done. */
-static void pollers_boost_stalled(uint64_t now)
+/* A poller stuck, given SCHED_OTHER until it is done (poller_unboost): one in the middle of a fault
+ * for longer than STALL_BOOST_NS was preempted there by a program thread and, at SCHED_IDLE, would
+ * wait for its CPU as long as that stays busy, with rt.lock or a thread's fault in its hands; one
+ * awake that has not turned its loop since the last tick is starved, and would keep its process
+ * from exiting. */
+static void pollers_boost(struct poller *p)
+{
+	atomic_store(&p->boosted, true);
+	if (pollers_set_policy(atomic_load(&p->tid), SCHED_OTHER) == 0)
+		atomic_fetch_add_explicit(&rt.stats.pollers_boosted, 1, memory_order_relaxed);
+}
+
+static void pollers_boost_stuck(uint64_t now, bool tick)
 {
 	for (unsigned i = 0; i < hd.npollers; i++) {
 		struct poller *p = &hd.pollers[i];
-		uint64_t since = atomic_load_explicit(&p->busy_since, memory_order_relaxed);
-		if (!since || now - since < STALL_BOOST_NS || atomic_load(&p->boosted))
+		if (atomic_load(&p->boosted))
 			continue;
-		atomic_store(&p->boosted, true);
-		if (pollers_set_policy(atomic_load(&p->tid), SCHED_OTHER) == 0)
-			atomic_fetch_add_explicit(&rt.stats.pollers_boosted, 1, memory_order_relaxed);
+		uint64_t since = atomic_load_explicit(&p->busy_since, memory_order_relaxed);
+		uint64_t beat = atomic_load_explicit(&p->beat, memory_order_relaxed);
+		if (since ? now - since >= STALL_BOOST_NS : tick && !atomic_load(&p->asleep) && beat == p->beat_seen)
+			pollers_boost(p);
+		if (tick)
+			p->beat_seen = beat;
 	}
+}
+
+/* Before the process exits: its pollers at SCHED_OTHER, so that they run to their end at once. */
+void handler_before_exit(void)
+{
+	for (unsigned i = 0; i < hd.npollers; i++)
+		pollers_set_policy(atomic_load(&hd.pollers[i].tid), SCHED_OTHER);
 }
 
 static bool pollers_work_waiting(void)
@@ -378,7 +413,7 @@ static void backstop_serve(struct handler_ctx *ctx)
 			served_in_tick = true;
 		}
 		if (now >= check_at) {
-			pollers_boost_stalled(now);
+			pollers_boost_stuck(now, true);
 			if (!served_in_tick)
 				return;
 			served_in_tick = false;
@@ -409,7 +444,7 @@ static void *backstop_main(void *arg)
 		if (pollers_all_asleep() && !handler_ctx_waiting(ctx))
 			pollers_block(200); /* woken with the pollers by the next fault */
 		pollers_sleep_ns(BACKSTOP_TICK_NS);
-		pollers_boost_stalled(rt_mono_ns());
+		pollers_boost_stuck(rt_mono_ns(), true);
 		uint64_t polled = atomic_load(&hd.polled);
 		if (polled == seen && pollers_work_waiting())
 			backstop_serve(ctx);
@@ -516,7 +551,7 @@ static int pollers_start(void)
 		hd.of_cpu[cpu] = p;
 		hd.npollers++;
 	}
-	atomic_store(&hd.last_msg, rt_mono_ns());
+	atomic_store(&hd.last_msg, 0); /* asleep until the first fault */
 	for (unsigned i = 0; i < hd.npollers; i++) {
 		if (rt_thread_create(&hd.pollers[i].thread, poller_main, &hd.pollers[i]) != 0)
 			return -EAGAIN;

@@ -369,6 +369,7 @@ void rt_exit_flush(void)
 	if (!handler_is_current_thread())
 		maps_snapshot();
 	rt_tls_internal++;
+	handler_before_exit();
 	stats_stop();
 	trace_close();
 	rt_tls_internal--;
