@@ -83,6 +83,33 @@ static struct {
 
 /* ---- threads: pinning, policy, start ---- */
 
+static int pollers_set_policy(int tid, int policy)
+{
+	struct sched_param p = { 0 };
+	return syscall(SYS_sched_setscheduler, tid, policy, &p) == 0 ? 0 : -errno;
+}
+
+/* A poller runs at SCHED_IDLE only while it polls for faults: then it takes no CPU a program thread
+ * wants. Asleep, backing off or boosted it is SCHED_OTHER: a SCHED_IDLE thread left runnable on a
+ * busy CPU may wait seconds for it, and a process cannot exit or exec until each of its threads has
+ * run to its end (measured: 7-8 s to exit for a process with two SCHED_IDLE threads polling while
+ * both CPUs ran busy loops, 0.2-0.3 s with them asleep or at SCHED_OTHER). */
+static void poller_policy(struct poller *p, bool idle)
+{
+	if (p->idle_policy != idle && pollers_set_policy(0, idle ? SCHED_IDLE : SCHED_OTHER) == 0)
+		p->idle_policy = idle;
+}
+
+/* The poller this thread is, NULL on any other thread. */
+static __thread struct poller *tls_poller;
+
+void handler_hold_cpu(void)
+{
+	struct poller *p = tls_poller;
+	if (p && p->idle_policy)
+		poller_policy(p, false);
+}
+
 static void pollers_pin(unsigned cpu)
 {
 	/* A cpulist is the kernel's affinity mask: no CPU_ALLOC, whose malloc would be the heap. */
@@ -91,11 +118,6 @@ static void pollers_pin(unsigned cpu)
 	syscall(SYS_sched_setaffinity, 0, sizeof(one.bits), one.bits);
 }
 
-static int pollers_set_policy(int tid, int policy)
-{
-	struct sched_param p = { 0 };
-	return syscall(SYS_sched_setscheduler, tid, policy, &p) == 0 ? 0 : -errno;
-}
 
 /* The message batches every handler thread reads: the program's memory, and with --files=all the
  * loader's mappings taken over (whose REMAP events are only read: reading one lets the mremap
@@ -229,17 +251,6 @@ static void poller_take(void *self, const struct uffd_msg *m, int fd)
 	poller_serve(p, m, fd);
 }
 
-/* A poller runs at SCHED_IDLE only while it polls for faults: then it takes no CPU a program thread
- * wants. Asleep, backing off or boosted it is SCHED_OTHER: a SCHED_IDLE thread left runnable on a
- * busy CPU may wait seconds for it, and a process cannot exit or exec until each of its threads has
- * run to its end (measured: 7-8 s to exit for a process with two SCHED_IDLE threads polling while
- * both CPUs ran busy loops, 0.2-0.3 s with them asleep or at SCHED_OTHER). */
-static void poller_policy(struct poller *p, bool idle)
-{
-	if (p->idle_policy != idle && pollers_set_policy(0, idle ? SCHED_IDLE : SCHED_OTHER) == 0)
-		p->idle_policy = idle;
-}
-
 /* Found stuck by the backstop (in a fault, or polling without a CPU) and given SCHED_OTHER: since
  * its CPU is busy with other threads, it takes no new fault for a while (1 ms, doubling while it
  * keeps being found stuck, up to 64 ms), asleep: taken, a fault would likely stall in its hands. */
@@ -286,6 +297,7 @@ static void *poller_main(void *arg)
 {
 	struct poller *p = arg;
 	handler_thread_enter();
+	tls_poller = p;
 	p->ctx = handler_ctx_new();
 	atomic_store(&p->tid, rt_gettid());
 	atomic_fetch_add(&hd.started, 1);
