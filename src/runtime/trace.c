@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fltrace/fmt.h"
+#include "fltrace/outfile.h"
 #include "rt.h"
 #include "trace.h"
 
@@ -48,21 +49,22 @@ static void trace_name(struct fmt *f, unsigned gen)
 	fmt_str(f, ".bin");
 }
 
-static int trace_create_file(void)
+/* path: the file's name, or the name that was refused. */
+static int trace_create_file(char *path, size_t cap)
 {
-	char path[PATH_MAX + 64];
 	struct fmt f;
-	/* exec keeps the pid: each new program image of the process takes the next generation. */
+	/* exec keeps the pid: each new program image of the process takes the next generation. A
+	 * name that is there and not ours (a link someone put there) is refused, not skipped. */
 	for (unsigned gen = 0; gen < 1000; gen++) {
-		fmt_init(&f, path, sizeof(path));
+		fmt_init(&f, path, cap);
 		trace_name(&f, gen);
-		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		int fd = outfile_open(path, O_RDWR | O_EXCL);
 		if (fd >= 0) {
 			rt.exec_gen = gen;
 			return fd;
 		}
-		if (errno != EEXIST)
-			return -errno;
+		if (fd != -EEXIST)
+			return fd;
 	}
 	return -EEXIST;
 }
@@ -124,7 +126,7 @@ static void trace_seal_previous(unsigned gen)
 	struct stat st;
 	fmt_init(&f, path, sizeof(path));
 	trace_name(&f, gen);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int fd = outfile_open_own(path, O_RDWR);
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct ft_file_header) ||
@@ -149,9 +151,9 @@ static void trace_seal_previous(unsigned gen)
 	close(fd);
 }
 
-int trace_open(void)
+int trace_open(char *path, size_t cap)
 {
-	tr.fd = rt_fd_own(trace_create_file());
+	tr.fd = rt_fd_own(trace_create_file(path, cap));
 	if (tr.fd < 0)
 		return tr.fd;
 	if (rt.exec_gen > 0)
