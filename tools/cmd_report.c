@@ -638,7 +638,10 @@ int cmd_report(int argc, char **argv)
 			status = CLI_EXIT_FAIL;
 			continue;
 		}
-		if (procs[nprocs]->warning[0])
+		/* A damaged trace is reported up to the damage, and the exit status says so. */
+		if (procs[nprocs]->damaged)
+			status = cli_error(CLI_EXIT_FAIL, list.v[i].path, "%s", procs[nprocs]->warning);
+		else if (procs[nprocs]->warning[0])
 			cli_error(CLI_EXIT_FAIL, "report", "warning: %s: %s", list.v[i].path,
 				  procs[nprocs]->warning);
 		nprocs++;

@@ -30,6 +30,10 @@ if [ -n "$why" ]; then
 	exit 0
 fi
 
+# The sysctls are the machine's: another run of this test (a second work tree's) waits for this one.
+exec 9> /tmp/fltrace-output-links.lock
+flock 9
+
 # The shared directory and the targets live outside $TMP (0700): uid 65534 must reach them.
 S=$(mktemp -d /tmp/fltrace-links.XXXXXX)
 V=$(mktemp -d /tmp/fltrace-victims.XXXXXX)
