@@ -157,12 +157,13 @@ stats_get() {
 # The runtime's own time counters (stats t_*_ns, rt.h struct rt_time_stats) of one quarter run:
 # one line to $TMP/breakdown: wl faults evict_ops evict_pages, then each counter.
 BREAKDOWN_KEYS=(t_serve_ns t_procfs_ns t_lockwait_ns t_soft_ns t_evict_ns t_copyin_ns t_signal_ns
-	t_unwind_ns t_record_ns t_sigstack_ns t_sigwait_ns t_sigrecord_ns t_idle_ns handler_sleeps)
-breakdown_add() {
+	t_unwind_ns t_record_ns t_sigstack_ns t_sigwait_ns t_sigrecord_ns t_idle_ns handler_sleeps
+	t_cpu_ns faults_backstop faults_routed)
+breakdown_add() { # WL DIR CPU_S (the run's user + system time, fltrace's threads included)
 	local wl=$1 dir=$2 line k
 	line="$wl $(stats_get "$dir" faults sum) $(stats_get "$dir" evict_ops sum) $(stats_get "$dir" evict_pages_done sum)"
 	for k in "${BREAKDOWN_KEYS[@]}"; do line="$line $(stats_get "$dir" "$k" sum)"; done
-	echo "$line" >> "$TMP/breakdown"
+	echo "$line $3" >> "$TMP/breakdown"
 }
 
 # print_breakdown: per quarter workload, medians over its runs: µs per fault of each part of the
@@ -171,8 +172,9 @@ print_breakdown() {
 	[ -s "$TMP/breakdown" ] || return 0
 	echo
 	echo "where a fault's time goes at a quarter of the peak (runtime counters, µs per recorded fault, medians):"
-	printf '%-10s %8s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %6s %6s %6s | %7s %7s %6s %6s
-' workload faults 		serve procfs lockw soft evict copyin signal unwind record sigstk sigwt sigrec "ev/page" "ev/round" idle "sleeps"
+	printf '%-10s %8s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %6s %6s %6s | %7s %7s %6s %6s | %6s %6s %5s %5s\n' workload faults \
+		serve procfs lockw soft evict copyin signal unwind record sigstk sigwt sigrec "ev/page" "ev/round" idle "sleeps" \
+		"flcpu" "prgcpu" "bs%" "rt%"
 	local wl
 	for wl in $(awk '{ print $1 }' "$TMP/breakdown" | awk '!seen[$0]++'); do
 		awk -v w="$wl" '$1 == w' "$TMP/breakdown" | awk '
@@ -183,10 +185,16 @@ print_breakdown() {
 		  # per fault (µs): serve..idle are columns 5..17; ev/page and ev/round from t_evict_ns
 		  for (i = 5; i <= 17; i++) v[NR, "pf" i] = f > 0 ? $i / f / 1000 : 0
 		  v[NR, "evp"] = $4 > 0 ? $9 / $4 / 1000 : 0; v[NR, "evr"] = $3 > 0 ? $9 / $3 / 1000 : 0
-		  v[NR, "slp"] = f > 0 ? $18 / f : 0 }
+		  v[NR, "slp"] = f > 0 ? $18 / f : 0
+		  # fltrace CPU (t_cpu_ns: its handler threads, polling included) and the rest of the
+		  # CPU of the run (the program, with its stack-signal handlers), per fault; shares of
+		  # faults the backstop served and faults routed to the poller of another CPU
+		  v[NR, "fc"] = f > 0 ? $19 / f / 1000 : 0; v[NR, "pc"] = f > 0 ? ($22 * 1e9 - $19) / f / 1000 : 0
+		  v[NR, "bs"] = f > 0 ? 100 * $20 / f : 0; v[NR, "rt"] = f > 0 ? 100 * $21 / f : 0 }
 		END { printf "%-10s %8d", $1, med(2)
 		  for (i = 5; i <= 16; i++) { if (i == 14) printf " |"; printf " %6.2f", med("pf" i) }
-		  printf " | %7.2f %7.1f %6.2f %6.3f\n", med("evp"), med("evr"), med("pf17"), med("slp") }'
+		  printf " | %7.2f %7.1f %6.2f %6.3f", med("evp"), med("evr"), med("pf17"), med("slp")
+		  printf " | %6.2f %6.2f %5.1f %5.1f\n", med("fc"), med("pc"), med("bs"), med("rt") }'
 	done
 	cat <<- 'EOF'
 	  serve: a handler thread from a fault's message to its thread's wake-up, of which procfs (what the
@@ -197,7 +205,11 @@ print_breakdown() {
 	  faulting thread, in the stack signal's handler: its own unwind, waiting for the page, its record.
 	  ev/page, ev/round: µs per page evicted and per eviction round. idle: handler time in poll per
 	  fault; sleeps: polls that slept, per fault. Wall-clock times: on a loaded machine a preempted
-	  thread's wait counts in the part it was in.
+	  thread's wait counts in the part it was in. flcpu: CPU time of fltrace's handler threads per
+	  fault (user + system, polling included: with --poll percpu, time no program thread wanted);
+	  prgcpu: the rest of the run's CPU time per fault (the program, its faults in the kernel and
+	  its stack-signal handlers). bs%: faults the backstop served (every CPU was busy); rt%: faults
+	  routed to the poller of another CPU.
 	EOF
 }
 
@@ -281,7 +293,7 @@ run_one() {
 		refetch=$(stats_get "$dir" faults_refetch sum) tbytes=$(stats_get "$dir" trace_bytes sum)
 		nostack=$(stats_get "$dir" faults_nostack sum) hwm=$(stats_get "$dir" vm_hwm max)
 		PEAK=$(stats_get "$dir" resident_peak_bytes max)
-		[ "$mode" = quarter ] && [ "$run" -gt 0 ] && [ "$status" = ok ] && breakdown_add "$wl" "$dir" ;;
+		[ "$mode" = quarter ] && [ "$run" -gt 0 ] && [ "$status" = ok ] && breakdown_add "$wl" "$dir" "${cpu:-0}" ;;
 	perf)
 		faults=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$dir/stderr" | tail -n 1)
 		tbytes=$(stat -c %s "$dir/perf.data" 2> /dev/null || echo 0)
