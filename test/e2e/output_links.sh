@@ -48,6 +48,7 @@ restore() {
 	rm -rf "$TMP" "$S" "$V"
 }
 trap restore EXIT
+trap 'exit 143' TERM INT HUP # through restore: the sysctls go back even if the test is stopped
 echo 0 > /proc/sys/fs/protected_symlinks
 echo 0 > /proc/sys/fs/protected_hardlinks
 
