@@ -27,6 +27,7 @@ struct trace {
 	size_t pos;               /* offset of the next record */
 	uint32_t fixed, check;    /* bytes of the fixed header, of a record's check (by version) */
 	uint64_t nrec;            /* records handed out */
+	uint64_t nstacks, nregions; /* ... of them stack and region records */
 	bool ended;               /* no more records (the warning says why if it was early) */
 	bool damaged;             /* the data ended at a damaged record (named in warning) */
 	char warning[320];        /* set when the data ended badly; "" otherwise */

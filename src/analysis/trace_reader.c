@@ -137,7 +137,7 @@ out:
 void trace_rewind(struct trace *t)
 {
 	t->pos = t->hdr->header_size;
-	t->nrec = 0;
+	t->nrec = t->nstacks = t->nregions = 0;
 	t->ended = false;
 	t->damaged = false;
 	t->warning[0] = 0;
@@ -230,6 +230,24 @@ static const char *trace_body_fits(const struct ft_rec_hdr *h, size_t body)
 	return NULL;
 }
 
+/* Stack and region ids are dense from 0 in each file (the writer numbers them as it writes them),
+ * and readers index tables by them: an id far beyond the records of its kind read so far can only
+ * be damage (a version 1 trace has no checksum to say so), and would make such a table huge. */
+#define TRACE_ID_SLACK 65536u
+static const char *trace_id_fits(struct trace *t, const struct ft_rec_hdr *h)
+{
+	if (h->type == FT_REC_STACK) {
+		if (((const struct ft_stack *)h)->id >= t->nstacks + TRACE_ID_SLACK)
+			return "its stack id is far beyond the stacks before it";
+		t->nstacks++;
+	} else if (h->type == FT_REC_REGION) {
+		if (((const struct ft_region *)h)->id >= t->nregions + TRACE_ID_SLACK)
+			return "its region id is far beyond the regions before it";
+		t->nregions++;
+	}
+	return NULL;
+}
+
 /* Where the records end: the recorder's word for it (version 2, closed cleanly), else the file's. */
 static size_t trace_data_end(const struct trace *t)
 {
@@ -272,7 +290,7 @@ const struct ft_rec_hdr *trace_next(struct trace *t)
 		return trace_damaged(t, "its type is unknown");
 	if (h->size - t->check < min)
 		return trace_damaged(t, "it is shorter than its type");
-	if ((why = trace_body_fits(h, h->size - t->check)))
+	if ((why = trace_body_fits(h, h->size - t->check)) || (why = trace_id_fits(t, h)))
 		return trace_damaged(t, why);
 	t->pos += h->size;
 	t->nrec++;

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <link.h>
@@ -546,8 +547,10 @@ static int t_reader_version1(char *why, size_t whylen)
 	return 0;
 }
 
-/* The std trace of version 2 with `n`th fault record's offset (1-based) in *off, its size in *len. */
-static int std_fault_at(const char *name, int n, char *path, size_t plen, long *off, long *len)
+/* The std trace of `version` in tmpdir/name, with its `n`th record of `type` (1-based) at byte
+ * *off, *len bytes long. */
+static int std_rec_at(const char *name, uint32_t version, unsigned type, int n, char *path,
+		      size_t plen, long *off, long *len)
 {
 	char dir[PATH_MAX], err[512];
 	const struct ft_rec_hdr *h;
@@ -555,20 +558,25 @@ static int std_fault_at(const char *name, int n, char *path, size_t plen, long *
 
 	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
 	mkdir(dir, 0755);
-	if (synth_write_std(dir, &sites, 79, FT_VERSION, NULL))
+	if (synth_write_std(dir, &sites, 79, version, NULL))
 		return -1;
 	snprintf(path, plen, "%s/fltrace-data-trace-79-0.bin", dir);
 	if (trace_open(path, &t, err, sizeof(err)))
 		return -1;
 	*off = -1;
 	while ((h = trace_next(t)))
-		if (h->type == FT_REC_FAULT && --n == 0) {
+		if (h->type == type && --n == 0) {
 			*off = (long)(t->pos - h->size);
 			*len = h->size;
 			break;
 		}
 	trace_close(t);
 	return *off < 0 ? -1 : 0;
+}
+
+static int std_fault_at(const char *name, int n, char *path, size_t plen, long *off, long *len)
+{
+	return std_rec_at(name, FT_VERSION, FT_REC_FAULT, n, path, plen, off, len);
 }
 
 static int poke(const char *path, long off, const void *bytes, size_t n)
@@ -598,6 +606,24 @@ static int t_reader_damaged_byte(char *why, size_t whylen)
 	snprintf(want, sizeof(want), "(at byte %ld) is damaged: its checksum does not match", off);
 	CHECK(p->damaged && strstr(p->warning, want), "warning '%s', wanted '%s'", p->warning, want);
 	CHECK(p->faults_seen == 2, "faults %" PRIu64 ", expected the 2 before it", p->faults_seen);
+	an_process_free(p);
+	return 0;
+}
+
+/* A version 1 stack record (no checksum) whose id is absurd: damage, said, and no table the size
+ * of the id (the fuzzer's first find: 2^31 ids made a 16 GB table). */
+static int t_reader_absurd_id(char *why, size_t whylen)
+{
+	char path[PATH_MAX + 64], err[512];
+	struct an_process *p = NULL;
+	uint32_t id = 0x7fffffff;
+	long off, len;
+
+	CHECK(!std_rec_at("absurd", 1, FT_REC_STACK, 2, path, sizeof(path), &off, &len), "setup");
+	CHECK(!poke(path, off + (long)offsetof(struct ft_stack, id), &id, sizeof(id)), "poke");
+	CHECK(load(path, &p, err, sizeof(err)) == 0, "load failed: %s", err);
+	CHECK(p->damaged && strstr(p->warning, "stack id is far beyond"), "warning '%s'", p->warning);
+	CHECK(p->faults_seen == 0, "faults %" PRIu64 " (they all come after the stacks)", p->faults_seen);
 	an_process_free(p);
 	return 0;
 }
@@ -894,6 +920,7 @@ static const struct {
 	{ "reader_version1_still_read", t_reader_version1 },
 	{ "reader_damaged_byte", t_reader_damaged_byte },
 	{ "reader_header_damaged", t_reader_header_damaged },
+	{ "reader_absurd_id", t_reader_absurd_id },
 	{ "reader_cut_copy", t_reader_cut_copy },
 	{ "reader_unfinished_record", t_reader_unfinished_record },
 	{ "reader_not_a_trace", t_reader_not_a_trace },
