@@ -45,6 +45,8 @@ void handler_tend(struct handler_ctx *ctx); /* faults a fork kept, signals not y
 bool handler_ctx_waiting(const struct handler_ctx *ctx); /* it has such follow-ups */
 /* The CPU the thread of this handler's last fault took its stack signal on (-1: unknown). */
 int handler_peer_cpu(void);
+/* pollers.c: a poller about to work long under rt.lock leaves SCHED_IDLE until it polls again. */
+void handler_hold_cpu(void);
 
 /* ---- serve.c (fault_bring_in in handler.h: fork.c serves pages too) ---- */
 int serve_init(void);

@@ -1,22 +1,21 @@
 /* The handler threads: how many, where they run and how they wait for faults (--poll), the
  * per-CPU pollers and their routing, the backstop that serves when no poller can, and the watchdog.
  *
- * --poll percpu (the default): a poller per CPU the process may use, pinned there at SCHED_IDLE.
- * SCHED_IDLE runs a thread only when nothing else wants that CPU, which is exactly when a program
- * thread there has just gone to sleep in a fault: the poller is on the CPU already, without a
- * wake-up, and the thread it serves wakes on that CPU again. Between vCPUs a wake-up costs tens of
- * µs here, on one a few (kernel-facts). Pollers read the userfaultfd without blocking; a fault read
- * by a poller of another CPU is routed to the poller of the CPU its thread last took a stack signal
- * on (rt_thread.cpu), through a small table of slots per poller, and any poller takes a routed
- * fault that waited longer than STEAL_NS (that CPU is busy with another thread). Pollers sleep in
- * poll() once no fault came for FLTRACE_SPIN_US (100 µs): a fault then wakes them all, and the
- * poller of the faulting CPU, woken on that CPU, is as quick as one that polled. A SCHED_IDLE thread starves on a CPU that is always busy:
- * the backstop (a normal thread, -C of them) checks every BACKSTOP_TICK_NS, serves while faults
- * wait and no poller takes them, and gives a poller stuck in the middle of a fault (preempted
- * there, holding a lock or a message) normal priority until it is done. Nothing that wakes the
- * faulting thread is done under rt.lock (serve.c), so the common preemption, by the thread just
- * served, never leaves a poller holding the lock.
- * --poll adaptive|block|spin: -C handler threads, each reading every fault (the earlier design). */
+ * --poll percpu (the default): a poller per CPU the process may use, pinned there. While faults
+ * come it polls the userfaultfd at SCHED_IDLE, which runs a thread only when nothing else wants its
+ * CPU: exactly when a program thread there has just gone to sleep in a fault. The poller is on the
+ * CPU already, and the thread it serves wakes there again; between vCPUs a wake-up costs tens of µs
+ * or more here, on one a few (kernel-facts). A fault read by the poller of another CPU is routed to
+ * the poller of the CPU its thread last took a stack signal on (rt_thread.cpu), through a table of
+ * slots per poller; any poller takes a routed fault left STEAL_NS (that CPU is busy). After
+ * FLTRACE_SPIN_US (100 µs) without a fault pollers sleep in poll(), at normal priority: a runnable
+ * SCHED_IDLE thread may wait seconds for a busy CPU, and its process cannot exit or exec until it
+ * has (poller_policy). The backstop (-C normal threads) ticks every BACKSTOP_TICK_NS while pollers
+ * poll: it serves while faults wait and no poller takes them (every CPU busy), and gives SCHED_OTHER
+ * to a poller stuck in the middle of a fault or starved while awake (pollers_boost_stuck). Nothing
+ * that wakes a faulting thread is done under rt.lock (serve.c), and a poller holds its CPU at
+ * SCHED_OTHER for long stretches under it (handler_hold_cpu).
+ * --poll adaptive|block|spin: -C handler threads, each reading every fault (the earlier designs). */
 #include <errno.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -52,7 +51,10 @@ struct poller {
 	pthread_t thread;
 	struct handler_ctx *ctx;
 	_Atomic uint64_t busy_since; /* serving since (0: looking for work): the backstop's view */
-	_Atomic bool boosted;        /* given normal priority by the backstop until it is done */
+	_Atomic bool boosted;        /* found stuck and given SCHED_OTHER by the backstop */
+	bool idle_policy;            /* at SCHED_IDLE now (only while it polls: poller_policy) */
+	_Atomic uint64_t beat;       /* its loop's turns: the backstop tells a starved poller by it */
+	uint64_t beat_seen;          /* the backstop's: beat at its last tick */
 	_Atomic bool asleep;         /* in poll() */
 	_Atomic unsigned queued;     /* slots holding a routed fault */
 	uint64_t backoff_until, backoff_ns; /* no new fault until then: see poller_unboost */
@@ -80,6 +82,33 @@ static struct {
 
 /* ---- threads: pinning, policy, start ---- */
 
+static int pollers_set_policy(int tid, int policy)
+{
+	struct sched_param p = { 0 };
+	return syscall(SYS_sched_setscheduler, tid, policy, &p) == 0 ? 0 : -errno;
+}
+
+/* A poller runs at SCHED_IDLE only while it polls for faults: then it takes no CPU a program thread
+ * wants. Asleep, backing off or boosted it is SCHED_OTHER: a SCHED_IDLE thread left runnable on a
+ * busy CPU may wait seconds for it, and a process cannot exit or exec until each of its threads has
+ * run to its end (measured: 7-8 s to exit for a process with two SCHED_IDLE threads polling while
+ * both CPUs ran busy loops, 0.2-0.3 s with them asleep or at SCHED_OTHER). */
+static void poller_policy(struct poller *p, bool idle)
+{
+	if (p->idle_policy != idle && pollers_set_policy(0, idle ? SCHED_IDLE : SCHED_OTHER) == 0)
+		p->idle_policy = idle;
+}
+
+/* The poller this thread is, NULL on any other thread. */
+static __thread struct poller *tls_poller;
+
+void handler_hold_cpu(void)
+{
+	struct poller *p = tls_poller;
+	if (p && p->idle_policy)
+		poller_policy(p, false);
+}
+
 static void pollers_pin(unsigned cpu)
 {
 	/* A cpulist is the kernel's affinity mask: no CPU_ALLOC, whose malloc would be the heap. */
@@ -88,11 +117,6 @@ static void pollers_pin(unsigned cpu)
 	syscall(SYS_sched_setaffinity, 0, sizeof(one.bits), one.bits);
 }
 
-static int pollers_set_policy(int tid, int policy)
-{
-	struct sched_param p = { 0 };
-	return syscall(SYS_sched_setscheduler, tid, policy, &p) == 0 ? 0 : -errno;
-}
 
 /* The message batches every handler thread reads: the program's memory, and with --files=all the
  * loader's mappings taken over (whose REMAP events are only read: reading one lets the mremap
@@ -226,16 +250,17 @@ static void poller_take(void *self, const struct uffd_msg *m, int fd)
 	poller_serve(p, m, fd);
 }
 
-/* Back to SCHED_IDLE once done with what the backstop boosted it for; and since its CPU is busy
- * with other threads, it takes no new fault for a while (1 ms, doubling while it keeps being
- * boosted, up to 64 ms): taken, a fault would likely stall in its hands again. */
+/* Found stuck by the backstop (in a fault, or polling without a CPU) and given SCHED_OTHER: since
+ * its CPU is busy with other threads, it takes no new fault for a while (1 ms, doubling while it
+ * keeps being found stuck, up to 64 ms), asleep: taken, a fault would likely stall in its hands. */
 #define BACKOFF_MIN_NS (1000 * 1000ull)
 #define BACKOFF_MAX_NS (64 * 1000 * 1000ull)
 static void poller_unboost(struct poller *p, uint64_t now)
 {
-	if (!atomic_load_explicit(&p->boosted, memory_order_relaxed) || pollers_set_policy(0, SCHED_IDLE) < 0)
+	if (!atomic_load_explicit(&p->boosted, memory_order_relaxed))
 		return;
 	atomic_store(&p->boosted, false);
+	p->idle_policy = false;
 	bool again = now < p->backoff_until + BACKOFF_MAX_NS;
 	p->backoff_ns = again && p->backoff_ns ? p->backoff_ns * 2 : BACKOFF_MIN_NS;
 	if (p->backoff_ns > BACKOFF_MAX_NS)
@@ -271,12 +296,13 @@ static void *poller_main(void *arg)
 {
 	struct poller *p = arg;
 	handler_thread_enter();
+	tls_poller = p;
 	p->ctx = handler_ctx_new();
 	atomic_store(&p->tid, rt_gettid());
-	pollers_pin(p->cpu);
-	pollers_set_policy(0, SCHED_IDLE);
 	atomic_fetch_add(&hd.started, 1);
+	pollers_pin(p->cpu);
 	for (;;) {
+		atomic_fetch_add_explicit(&p->beat, 1, memory_order_relaxed);
 		uint64_t now = rt_mono_ns();
 		poller_unboost(p, now);
 		if (now < p->backoff_until && !handler_ctx_waiting(p->ctx)) {
@@ -295,9 +321,11 @@ static void *poller_main(void *arg)
 			continue;
 		}
 		if (now - atomic_load_explicit(&hd.last_msg, memory_order_relaxed) < rt.cfg.spin_ns) {
+			poller_policy(p, true);
 			__builtin_ia32_pause();
 			continue;
 		}
+		poller_policy(p, false);
 		/* Follow-ups (a signal not yet answered, waited for up to 50 ms) are checked each ms. */
 		if (handler_ctx_waiting(p->ctx) || atomic_load_explicit(&p->queued, memory_order_relaxed)) {
 			pollers_block(1);
@@ -322,20 +350,38 @@ static bool pollers_all_asleep(void)
 	return !route_any_queued();
 }
 
-/* A poller in the middle of a fault for longer than STALL_BOOST_NS was preempted there (a program
- * thread woke on its CPU) and, at SCHED_IDLE, would wait for that CPU for as long as it stays
- * busy, with rt.lock or a thread's fault in its hands: it gets normal priority until it is done. */
-static void pollers_boost_stalled(uint64_t now)
+/* A poller stuck, given SCHED_OTHER until it is done (poller_unboost): one in the middle of a fault
+ * for longer than STALL_BOOST_NS was preempted there by a program thread and, at SCHED_IDLE, would
+ * wait for its CPU as long as that stays busy, with rt.lock or a thread's fault in its hands; one
+ * awake that has not turned its loop since the last tick is starved, and would keep its process
+ * from exiting. */
+static void pollers_boost(struct poller *p)
+{
+	atomic_store(&p->boosted, true);
+	if (pollers_set_policy(atomic_load(&p->tid), SCHED_OTHER) == 0)
+		atomic_fetch_add_explicit(&rt.stats.pollers_boosted, 1, memory_order_relaxed);
+}
+
+static void pollers_boost_stuck(uint64_t now, bool tick)
 {
 	for (unsigned i = 0; i < hd.npollers; i++) {
 		struct poller *p = &hd.pollers[i];
-		uint64_t since = atomic_load_explicit(&p->busy_since, memory_order_relaxed);
-		if (!since || now - since < STALL_BOOST_NS || atomic_load(&p->boosted))
+		if (atomic_load(&p->boosted))
 			continue;
-		atomic_store(&p->boosted, true);
-		if (pollers_set_policy(atomic_load(&p->tid), SCHED_OTHER) == 0)
-			atomic_fetch_add_explicit(&rt.stats.pollers_boosted, 1, memory_order_relaxed);
+		uint64_t since = atomic_load_explicit(&p->busy_since, memory_order_relaxed);
+		uint64_t beat = atomic_load_explicit(&p->beat, memory_order_relaxed);
+		if (since ? now - since >= STALL_BOOST_NS : tick && !atomic_load(&p->asleep) && beat == p->beat_seen)
+			pollers_boost(p);
+		if (tick)
+			p->beat_seen = beat;
 	}
+}
+
+/* Before the process exits: its pollers at SCHED_OTHER, so that they run to their end at once. */
+void handler_before_exit(void)
+{
+	for (unsigned i = 0; i < hd.npollers; i++)
+		pollers_set_policy(atomic_load(&hd.pollers[i].tid), SCHED_OTHER);
 }
 
 static bool pollers_work_waiting(void)
@@ -378,7 +424,7 @@ static void backstop_serve(struct handler_ctx *ctx)
 			served_in_tick = true;
 		}
 		if (now >= check_at) {
-			pollers_boost_stalled(now);
+			pollers_boost_stuck(now, true);
 			if (!served_in_tick)
 				return;
 			served_in_tick = false;
@@ -409,7 +455,7 @@ static void *backstop_main(void *arg)
 		if (pollers_all_asleep() && !handler_ctx_waiting(ctx))
 			pollers_block(200); /* woken with the pollers by the next fault */
 		pollers_sleep_ns(BACKSTOP_TICK_NS);
-		pollers_boost_stalled(rt_mono_ns());
+		pollers_boost_stuck(rt_mono_ns(), true);
 		uint64_t polled = atomic_load(&hd.polled);
 		if (polled == seen && pollers_work_waiting())
 			backstop_serve(ctx);
@@ -516,7 +562,7 @@ static int pollers_start(void)
 		hd.of_cpu[cpu] = p;
 		hd.npollers++;
 	}
-	atomic_store(&hd.last_msg, rt_mono_ns());
+	atomic_store(&hd.last_msg, 0); /* asleep until the first fault */
 	for (unsigned i = 0; i < hd.npollers; i++) {
 		if (rt_thread_create(&hd.pollers[i].thread, poller_main, &hd.pollers[i]) != 0)
 			return -EAGAIN;

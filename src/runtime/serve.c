@@ -392,6 +392,11 @@ bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, enum serve_signal
 		handler_check_stuck(addr, pg, pg ? STUCK_IN_PLACE : STUCK_UNTRACKED);
 		return false;
 	}
+	/* A long stretch under rt.lock (an eviction round, a read from a far medium): a poller at
+	 * SCHED_IDLE holds its CPU meanwhile (pollers.c), or a program thread waking there would
+	 * keep the lock from everyone until that CPU idled. */
+	if (!evict_has_room(1) || (pg_state(*pg) == PAGE_EVICTED && !far_is_local()))
+		handler_hold_cpu();
 	uint64_t t0 = rt_mono_ns();
 	/* Under a fork's hold nothing is evicted (rt_fork_prepare made room before). */
 	int room = rt_lock_borrowed() ? 0 : evict_make_room(1);
