@@ -117,8 +117,18 @@ static void handler_defer_note(struct handler_ctx *ctx, const struct rt_thread *
 		d->s = *s;
 }
 
+/* Messages kept by every handler: faults read and not yet served (the watchdog counts them as
+ * waiting, as it does those still in the userfaultfd). */
+static _Atomic unsigned handler_kept;
+
+bool handler_keeps_faults(void)
+{
+	return atomic_load_explicit(&handler_kept, memory_order_relaxed) != 0;
+}
+
 static void handler_defer_msg(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, uint64_t since)
 {
+	atomic_fetch_add_explicit(&handler_kept, 1, memory_order_relaxed);
 	ctx->deferred = handler_list_room(ctx->deferred, ctx->ndeferred, &ctx->deferred_cap, sizeof(*ctx->deferred));
 	ctx->deferred[ctx->ndeferred++] = (struct deferred_msg){ .m = *m, .fd = fd, .since = since };
 }
@@ -290,7 +300,7 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	 * the page for the thread waiting in its handler): this message is one the thread left,
 	 * read late. Served here, it would leave that handler a page already in place, and the fault
 	 * without its record. */
-	if (t && req != t && atomic_load(&t->state) != REQ_IDLE && t->addr == addr) {
+	if (t && req != t && atomic_load(&t->state) != REQ_IDLE && t->addr == addr && atomic_load(&t->served) == 0) {
 		rt_unlock();
 		atomic_fetch_add(&rt.stats.faults_dup, 1);
 		return true;
@@ -342,9 +352,12 @@ static bool handler_request_open(int tid, uintptr_t page, uint64_t since, uint64
 	int state = t ? atomic_load(&t->state) : REQ_IDLE;
 	if (state == REQ_IDLE)
 		return false;
-	/* The same page waits however long: the handler of the first fault serves that page (the
-	 * thread waits in the stack handler for it), and a busy machine may delay it any time. */
-	if (t->addr == page)
+	/* The same page waits however long while it is on its way: the handler of the first fault
+	 * serves it (the thread waits in the stack handler for it), and a busy machine may delay it
+	 * any time. Once served it may have been evicted again before the stack handler read it
+	 * (libunwind reads the code at a faulting pc): that fault is fltrace's own, served now, or
+	 * the thread would wait in its handler for ever (python's exit at -L 2, 1 run in 3). */
+	if (t->addr == page && atomic_load(&t->served) == 0)
 		return true;
 	return state != REQ_TAKEN && !atomic_load(&t->busy) && now - since < REQUEST_WAIT_NS;
 }
@@ -394,10 +407,13 @@ static void handler_retry_deferred(struct handler_ctx *ctx)
 		handler_finish_notes(ctx);
 	unsigned n = ctx->ndeferred;
 	ctx->ndeferred = 0;
+	atomic_fetch_sub_explicit(&handler_kept, n, memory_order_relaxed);
 	for (unsigned i = 0; i < n; i++) {
 		struct deferred_msg d = ctx->deferred[i];
-		if (holder && (int)d.m.arg.pagefault.feat.ptid != holder)
+		if (holder && (int)d.m.arg.pagefault.feat.ptid != holder) {
 			ctx->deferred[ctx->ndeferred++] = d;
+			atomic_fetch_add_explicit(&handler_kept, 1, memory_order_relaxed);
+		}
 		else
 			handler_fault(ctx, &d.m, d.fd, d.since);
 	}

@@ -135,7 +135,7 @@ runtime_case() { # CASE KIND PATTERN
 	bad=""
 	mkdir "$D" && chmod 1777 "$D"
 	v=$(victim)
-	err=$(unshare --pid --fork --mount-proc timeout "$HANG" "$FLTRACE" record -L 8 -M 64 -o "$D" -- \
+	err=$(unshare --pid --fork --mount-proc timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 64 -o "$D" -- \
 		sh -c 'env -u LD_PRELOAD setpriv --reuid=65534 --regid=65534 --clear-groups -- \
 			/usr/bin/python3 "$1" "$2" "$3" "$4" "$5" || exit 9; "$6" 4 1; exit $?' \
 		sh "$V/plant.py" "$kind" "$v" "$D" "$pattern" "$FS" 2>&1 > /dev/null); rc=$?
