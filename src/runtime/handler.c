@@ -189,14 +189,15 @@ static bool handler_lock(void)
 /* Returns false if the fault must wait for a fork to end (handler_lock). */
 /* A fault kept while its thread's request was open (handler_request_open): if its page is in place
  * now, it was that request's own fault read late, or one the thread left when it was woken early,
- * and it only needs its thread woken (a duplicate). Read as a new fault, the thread found running
+ * and it only needs its thread woken (a duplicate); so does one whose memory was unmapped since
+ * (region_born_after). Read as a new fault, the thread found running
  * would count as restless, and a few such in a row cost the next 256 faults their stacks. */
-static bool handler_late_duplicate(uintptr_t addr, int fd)
+static bool handler_late_duplicate(uintptr_t addr, int fd, uint32_t gen)
 {
 	if (!handler_lock())
 		return false;
 	uint32_t *pg = region_page(addr);
-	bool dup = pg && pg_state(*pg) == PAGE_PRESENT;
+	bool dup = pg && (pg_state(*pg) == PAGE_PRESENT || region_born_after(addr, gen));
 	rt_unlock();
 	if (dup) {
 		atomic_fetch_add(&rt.stats.faults_dup, 1);
@@ -211,7 +212,7 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	uint64_t arrival = rt_now_ns();
 	tls_peer_cpu = -1; /* known again only if this fault's thread is signalled */
-	if (kept && handler_late_duplicate(addr, fd))
+	if (kept && handler_late_duplicate(addr, fd, m->reserved3))
 		return true;
 	if (evict_has_probation()) {
 		if (!handler_lock())
@@ -296,13 +297,29 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		signal_early_cancel(t);
 		return true;
 	}
+	/* The page was unmapped since the message was read and its address mapped again (a kept or
+	 * delayed message: sigalarm's loop maps, touches and unmaps 64 KiB at one address): the
+	 * fault was on memory that is gone. Served, the new mapping's page came in before the
+	 * program touched it, and that touch went without its stack. Its thread, woken, faults
+	 * again if it still needs the page. */
+	if (region_born_after(addr, m->reserved3)) {
+		rt_unlock();
+		if (how == SERVE_SIGNAL_EARLY)
+			signal_early_cancel(t);
+		else if (how == SERVE_SIGNAL_LATE)
+			atomic_store(&t->state, REQ_IDLE);
+		atomic_fetch_add(&rt.stats.faults_dup, 1);
+		serve_wake_page(fd, addr);
+		return true;
+	}
 	/* Another handler owns this thread's fault on this page (it sent the stack signal, and serves
 	 * the page for the thread waiting in its handler): this message is one the thread left,
 	 * read late. Served here, it would leave that handler a page already in place, and the fault
 	 * without its record. */
-	if (t && req != t && atomic_load(&t->state) != REQ_IDLE && t->addr == addr && atomic_load(&t->served) == 0) {
+	if (t && req != t && atomic_load(&t->state) != REQ_IDLE && t->addr == addr && atomic_load(&t->served) != 1) {
 		rt_unlock();
 		atomic_fetch_add(&rt.stats.faults_dup, 1);
+		serve_wake_page(fd, addr); /* harmless if no one waits: a cancelled request faults again */
 		return true;
 	}
 	bool late = false;
@@ -354,10 +371,11 @@ static bool handler_request_open(int tid, uintptr_t page, uint64_t since, uint64
 		return false;
 	/* The same page waits however long while it is on its way: the handler of the first fault
 	 * serves it (the thread waits in the stack handler for it), and a busy machine may delay it
-	 * any time. Once served it may have been evicted again before the stack handler read it
-	 * (libunwind reads the code at a faulting pc): that fault is fltrace's own, served now, or
-	 * the thread would wait in its handler for ever (python's exit at -L 2, 1 run in 3). */
-	if (t->addr == page && atomic_load(&t->served) == 0)
+	 * any time. Once served it may have been evicted again while the stack handler ran, which
+	 * then faulted on it (libunwind reads the code at a faulting pc): that fault is fltrace's
+	 * own, served now, or the thread would wait in its handler for ever (python's exit at -L 2,
+	 * 1 run in 3). Outside the handler the page waits for the request to close, as before. */
+	if (t->addr == page && (atomic_load(&t->served) != 1 || !atomic_load(&t->busy)))
 		return true;
 	return state != REQ_TAKEN && !atomic_load(&t->busy) && now - since < REQUEST_WAIT_NS;
 }

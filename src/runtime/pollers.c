@@ -30,6 +30,7 @@
 #include "fault.h"
 #include "threads.h"
 #include "handler.h"
+#include "region.h"
 
 #define MSG_BATCH 64
 #define POLLERS_MAX 256
@@ -138,6 +139,11 @@ static ssize_t pollers_read(void (*take)(void *self, const struct uffd_msg *m, i
 	bool failed = false;
 	for (nfds_t k = 0; k < pollers_nfds; k++) {
 		ssize_t got = rt_read(pollers_fds[k].fd, msgs, sizeof(msgs));
+		/* Taken after the read: a message still unread when its page was unmapped was taken
+		 * back by the kernel (its thread woken), so every region made after this was made
+		 * after the faults read here. Before the read, a poller preempted in between took
+		 * faults on a region just made for stale ones. */
+		uint32_t gen = region_generation();
 		if (got < 0 && errno != EAGAIN && errno != EINTR)
 			failed = true;
 		if (got <= 0)
@@ -145,6 +151,7 @@ static ssize_t pollers_read(void (*take)(void *self, const struct uffd_msg *m, i
 		got /= (ssize_t)sizeof(msgs[0]);
 		n += got;
 		for (ssize_t i = 0; i < got; i++) {
+			msgs[i].reserved3 = gen; /* unused by the kernel: the message carries it along */
 			take(self, &msgs[i], pollers_fds[k].fd);
 			/* Each message, not each batch: a batch of 64 slow faults on a busy machine is
 			 * progress the watchdog must see. */

@@ -21,6 +21,24 @@ static struct {
 	uint64_t tracked_bytes;
 } regions;
 
+static _Atomic uint32_t region_births;
+
+uint32_t region_generation(void)
+{
+	return atomic_load_explicit(&region_births, memory_order_acquire);
+}
+
+bool region_born_after(uintptr_t addr, uint32_t gen)
+{
+	const struct region *r = region_of(addr);
+	return !r || (int32_t)(r->born - gen) > 0;
+}
+
+static uint32_t region_birth(void)
+{
+	return atomic_fetch_add_explicit(&region_births, 1, memory_order_acq_rel) + 1;
+}
+
 void region_table_init(void)
 {
 	if (!regions.v)
@@ -126,7 +144,8 @@ static int region_clone_part(const struct region *r, uintptr_t start, uintptr_t 
 
 static int region_add_common(uintptr_t start, size_t len, int prot, int file, uint64_t off, bool loader)
 {
-	struct region r = { .start = start, .end = start + len, .file = file, .file_off = off, .loader = loader };
+	struct region r = { .start = start, .end = start + len, .file = file, .file_off = off, .loader = loader,
+			    .born = region_birth() };
 	region_remove(start, len); /* MAP_FIXED over something we tracked */
 	if (region_alloc_pages(&r) < 0)
 		return -ENOMEM;
@@ -240,7 +259,7 @@ void region_remap(uintptr_t old, size_t oldlen, uintptr_t new_, size_t newlen)
 {
 	size_t keep = oldlen < newlen ? oldlen : newlen;
 	size_t npages = newlen >> rt.page_shift;
-	struct region r = { .start = new_, .end = new_ + newlen, .file = -1 };
+	struct region r = { .start = new_, .end = new_ + newlen, .file = -1, .born = region_birth() };
 	const struct region *from = region_of(old);
 	if (from && from->file >= 0) {
 		/* A file region stays one: its pages keep their file offsets at the new address. */

@@ -13,9 +13,17 @@ struct region {
 	uint64_t file_off; /* file offset of start */
 	uint32_t id;       /* of the FT_REC_REGION record that names the file */
 	bool loader;       /* taken over from the dynamic loader (--files=all): registered on rt.loader_uffd */
+	uint32_t born;     /* region_generation() when it was made (a split keeps its whole's) */
 };
 
-/* All functions below need rt.lock held, except region_table_init. */
+/* Counts regions made (mmap, mremap): read without rt.lock by a poller before it reads fault
+ * messages, and compared under rt.lock with the region a message's page lies in now. */
+uint32_t region_generation(void);
+/* The page's region was made after messages read at generation `gen` (or there is none): such a
+ * message is a fault on memory that has been unmapped since (its address now reused). */
+bool region_born_after(uintptr_t addr, uint32_t gen);
+
+/* All functions below need rt.lock held, except region_table_init and region_generation. */
 void region_table_init(void);
 int region_add(uintptr_t start, size_t len, int prot);    /* track + register */
 /* A private file mapping emulated by anonymous memory: takes over the reference `file`. */

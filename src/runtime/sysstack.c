@@ -356,18 +356,34 @@ static bool word_at(struct reader *r, uintptr_t addr, uint64_t *v)
 	return true;
 }
 
+/* A return address: a word that points into loaded code. */
+static bool code_word_at(struct reader *r, uintptr_t addr, bool *readable)
+{
+	uint64_t v;
+	struct sys_object o;
+	*readable = word_at(r, addr, &v);
+	return *readable && object_find(v, &o);
+}
+
 /* The frame pointer the kernel does not show, for a caller that needs it (code built with frame
  * pointers, e.g. -O0) when no frame in between saved it: the first slot above the caller's stack
- * pointer that looks like a frame record (saved frame pointer above it, then a return address
- * into loaded code). */
+ * pointer that starts two linked frame records (a saved frame pointer above it, a return address
+ * into loaded code, and the record it points to holds one too). A single record matched stale
+ * words: the zero of a 7-argument syscall() below the padding that kept an old return address
+ * (futex at -O0: 1 fault in 3 ended in a made-up frame). */
 static bool guess_frame_pointer(struct reader *r, uint64_t sp, uint64_t *fp)
 {
 	for (uintptr_t a = (sp + 7) & ~7ull; a < sp + 65536; a += 8) {
-		uint64_t saved, ret;
-		struct sys_object o;
-		if (!word_at(r, a, &saved) || !word_at(r, a + 8, &ret))
+		uint64_t saved;
+		bool readable = true;
+		if (!word_at(r, a, &saved))
 			return false;
-		if ((saved == 0 || (saved > a && saved < a + (8u << 20))) && object_find(ret, &o)) {
+		if (saved <= a || saved >= a + (8u << 20) || !code_word_at(r, a + 8, &readable)) {
+			if (!readable)
+				return false;
+			continue;
+		}
+		if (code_word_at(r, saved + 8, &readable)) {
 			*fp = a;
 			return true;
 		}
