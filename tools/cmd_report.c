@@ -26,8 +26,10 @@ static const char report_usage[] =
 "  -i, --input DIR       directory holding the traces (default .)\n"
 "  -o, --output FILE     write one output, all processes merged, to FILE (- is stdout)\n"
 "      --format NAME     what to write (default csv); the formats are listed below\n"
-"      --by VIEW         stack (default) | line | function | alloc: group by full stack, by\n"
-"                        the innermost frame's file:line, by its function, or by the\n"
+"      --by VIEW         stack (default) | line | function | caller | alloc: group by full\n"
+"                        stack, by the innermost frame's file:line, by its function, by the\n"
+"                        program's own frame (the innermost outside libc, libstdc++,\n"
+"                        libgcc, ld.so and fltrace: the line that called memset), or by the\n"
 "                        allocation site of the memory each fault hit (alloc: writes\n"
 "                        fltrace-data-report-alloc-<pid|all>.out, or a table with --top)\n"
 "      --kind LIST       keep faults of these kinds: zero,refetch,file,wp,syscall\n"
@@ -54,6 +56,7 @@ static const char report_examples[] =
 "  fltrace report                          # CSV per process in the current directory\n"
 "  fltrace report -i out --top 20          # the 20 call stacks with most faults, as a table\n"
 "  fltrace report --by line --kind refetch # which lines re-fetch evicted pages\n"
+"  fltrace report --by caller --top 10     # which lines of the program itself fault most\n"
 "  fltrace report --by alloc --top 10      # which allocations' memory faults most\n"
 "  fltrace report --folded -o f.folded && flamegraph.pl f.folded > f.svg\n"
 "  fltrace report --kind file --files      # which parts of which files were read, in order\n"
@@ -242,9 +245,10 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 			else if (!strcmp(optarg, "line")) env->by = AGG_BY_LINE;
 			else if (!strcmp(optarg, "function")) env->by = AGG_BY_FUNCTION;
 			else if (!strcmp(optarg, "alloc")) env->by = AGG_BY_ALLOC;
+			else if (!strcmp(optarg, "caller")) env->by = AGG_BY_CALLER;
 			else
 				return cli_error(CLI_EXIT_USAGE, "report", "--by: unknown view '%s'; "
-						 "use stack, line, function or alloc", optarg);
+						 "use stack, line, function, caller or alloc", optarg);
 			break;
 		case OPT_KIND:
 			if (report_parse_list("kind", optarg, kinds, kind_bits, 5, &env->filter.kinds))
@@ -692,7 +696,8 @@ int cmd_report(int argc, char **argv)
 	if (merged) {
 		struct report_view v = { .rows = merged, .sym = sym, .title = "all processes",
 					 .exe = procs[0]->exe, .pid = procs[0]->pid,
-					 .start_ns = procs[0]->start_ns, .top = env.top };
+					 .start_ns = procs[0]->start_ns, .top = env.top,
+					 .by = env.by };
 		status = report_emit(&env, &v, "all");
 	} else {
 		size_t quiet = 0;
@@ -708,7 +713,8 @@ int cmd_report(int argc, char **argv)
 			snprintf(title, sizeof(title), "pid %s (%s)", sfx, procs[i]->exe);
 			struct report_view v = { .rows = views[i], .sym = sym, .title = title,
 						 .exe = procs[i]->exe, .pid = procs[i]->pid,
-						 .start_ns = procs[i]->start_ns, .top = env.top };
+						 .start_ns = procs[i]->start_ns, .top = env.top,
+						 .by = env.by };
 			if (report_emit(&env, &v, sfx))
 				status = CLI_EXIT_FAIL;
 		}

@@ -36,27 +36,13 @@ static bool as_known(const struct sym_frame *f)
 	return f && strncmp(f->code, "??", 2) != 0;
 }
 
-/* The C runtime, the C++ runtime and fltrace itself: their frames (memset, operator new, our
- * wrappers) say less about what the program was doing than the frame that called them. */
-static bool as_runtime_lib(const char *lib)
-{
-	static const char *const names[] = { "libc.so", "ld-linux", "libfltrace.so", "libpthread",
-					     "libm.so", "libdl.so", "libstdc++", "libgcc_s" };
-	const char *base = strrchr(lib, '/');
-	base = base ? base + 1 : lib;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strncmp(base, names[i], strlen(names[i])))
-			return true;
-	return false;
-}
-
 /* The line a stack stands for: its first frame with a known source line outside the runtime
  * libraries (the program's line, not libc's memset), else the first known line, else frame 0. */
 static const char *as_first_known(const struct symbolizer *sym, const int64_t *frames, uint32_t n)
 {
 	for (uint32_t k = 0; k < n; k++) {
 		const struct sym_frame *f = sym_frame(sym, frames[k]);
-		if (as_known(f) && !as_runtime_lib(f->lib))
+		if (as_known(f) && !caller_is_runtime(f->lib))
 			return f->code;
 	}
 	for (uint32_t k = 0; k < n; k++)

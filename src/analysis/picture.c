@@ -277,6 +277,8 @@ int picture_proc_init(struct picture_proc *vp, const struct picture_opts *o, uin
 	vp->tl = svg_timeline_new();
 	vp->lat = svg_latency_new();
 	vp->sites = callsites_new(SVG_KIND_NR);
+	if (vp->sites)
+		callsites_by_caller(vp->sites);
 	return vp->all && vp->alloc && vp->tl && vp->lat && vp->sites ? 0 : -ENOMEM;
 }
 

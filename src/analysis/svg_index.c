@@ -181,7 +181,9 @@ static void sites_table(FILE *out, const struct svg_index_info *in)
 	if (!in->nsites)
 		return;
 	fprintf(out, "<h2>Top callsites</h2>\n<table class=\"sites\">\n<tr><th>function</th>"
-		     "<th>location</th><th>object</th><th class=\"n\">faults</th><th class=\"n\">%%</th>");
+		     "<th>location</th><th title=\"the program's own frame that led there: the "
+		     "innermost outside libc, libstdc++, libgcc, ld.so and fltrace\">called from</th>"
+		     "<th>object</th><th class=\"n\">faults</th><th class=\"n\">%%</th>");
 	for (int k = 0; k < SVG_KIND_NR; k++)
 		fprintf(out, "<th class=\"n\">%s</th>", svg_kind_name(k));
 	fputs("</tr>\n", out);
@@ -195,6 +197,12 @@ static void sites_table(FILE *out, const struct svg_index_info *in)
 		fputs(*c->code ? "\"><code>" : "\">", out);
 		svg_put_escaped_n(out, c->code, (size_t)callsites_inner_len(c->code));
 		fputs(*c->code ? "</code></td><td>" : "</td><td>", out);
+		if (c->caller && *c->caller) {
+			fputs("<code>", out);
+			svg_put_escaped(out, c->caller);
+			fputs("</code>", out);
+		}
+		fputs("</td><td>", out);
 		svg_put_escaped(out, c->lib);
 		fputs("</td>", out);
 		site_cell_u64(out, c->total);
@@ -221,7 +229,7 @@ int svg_index_write(FILE *out, const struct svg_index_info *in)
 	      ".n { text-align: right; font-variant-numeric: tabular-nums; }\n"
 	      ".z { color: #bbb; }\n"
 	      ".summary { font-size: 14px; line-height: 1.5; max-width: 1100px; }\n"
-	      ".sites td:nth-child(2) { max-width: 380px; overflow-wrap: anywhere; }\n"
+	      ".sites td:nth-child(2), .sites td:nth-child(3) { max-width: 380px; overflow-wrap: anywhere; }\n"
 	      "code { background: #eee; padding: 1px 4px; }\n"
 	      "object { display: block; max-width: 100%; border: 1px solid #ccc; margin-bottom: 6px; }\n"
 	      "summary { cursor: pointer; color: #555; margin: 8px 0; }\n"

@@ -365,8 +365,10 @@ static int t_index(void)
 {
 	const char *argv[] = { "./prog", "<arg>", "a&b" };
 	uint64_t p1[SVG_KIND_NR] = { 7, 0, 0, 0, 0 }, p2[SVG_KIND_NR] = { 0, 0, 3, 0, 0 };
-	const struct callsite sites[] = { { "fill<T>", "prog.c:19<<<prog.c:40", "prog", p1, 7, 7 },
-					  { "read", "prog.c:30", "prog", p2, 3, 3 } };
+	const struct callsite sites[] = { { "fill<T>", "prog.c:19<<<prog.c:40", "prog", p1, 7, 7,
+					    "prog.c:19" },
+					  { "__memcpy_evex", "memcpy.S:3", "libc.so.6", p2, 3, 3,
+					    "prog.c:30" } };
 	struct svg_index_info in = {
 		.pid = 42, .exe = "/bin/prog", .argv = argv, .argc = 3,
 		.options = { { "localmem", "64 MiB" } }, .noptions = 1,
@@ -397,9 +399,11 @@ static int t_index(void)
 	      "summary paragraph: %.400s", strstr(buf, "<p class=\"summary\">"));
 	CHECK(strstr(buf, "8 KiB in 2 mappings mapped by the program but not tracked"), "untracked maps");
 	CHECK(strstr(buf, "<tr><td>fill&lt;T&gt;</td><td title=\"prog.c:19&lt;&lt;&lt;prog.c:40\">"
-			  "<code>prog.c:19</code></td><td>prog</td>"
+			  "<code>prog.c:19</code></td><td><code>prog.c:19</code></td><td>prog</td>"
 			  "<td class=\"n\">7</td><td class=\"n\">70.0</td><td class=\"n\">7</td>"),
 	      "callsites row");
+	CHECK(strstr(buf, "<code>memcpy.S:3</code></td><td><code>prog.c:30</code></td><td>libc.so.6"),
+	      "a leaf in libc beside the program's line that called it");
 	/* The answer first, the pictures next, the raw stats last and folded. */
 	const char *sum = strstr(buf, "class=\"summary\""), *tab = strstr(buf, "Top callsites"),
 		   *obj = strstr(buf, "<object"), *det = strstr(buf, "<details>");
