@@ -97,7 +97,7 @@ struct rt_stats {
 	_Atomic uint64_t untracked_shared_file_bytes, untracked_shared_file_maps;
 	_Atomic uint64_t loader_file_bytes, loader_file_maps;   /* --files=all: loader mappings traced */
 	_Atomic uint64_t untracked_loader_file_bytes, untracked_loader_file_maps; /* ... and left alone */
-	_Atomic uint64_t allocs_big, allocs_sampled, allocs_maps, allocs_lost; /* allocation records */
+	_Atomic uint64_t allocs_big, allocs_sampled, allocs_page, allocs_maps, allocs_lost; /* allocation records */
 	_Atomic uint64_t far_puts, far_gets; /* pages written to and read from the far backend */
 	struct rt_time_stats time;
 };
