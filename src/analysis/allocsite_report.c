@@ -372,21 +372,29 @@ int as_report_foreach_stack(const struct as_report *r,
 		size_t depth = 1;
 		for (const char *p = w->code; (p = strstr(p, "<//>")); p += 4)
 			depth++;
-		char *copy = strdup(w->code);
+		char *copy = strdup(w->code), *fcopy = strdup(w->funcs);
 		const char **frames = calloc(depth + 1, sizeof(*frames));
-		if (!copy || !frames) {
+		if (!copy || !fcopy || !frames) {
 			free(copy);
+			free(fcopy);
 			free(frames);
 			return -ENOMEM;
 		}
 		size_t n = 0;
-		for (char *p = copy, *q; p; p = q) { /* innermost first in code: reverse */
+		/* Innermost first in code: reverse. A frame without a line is named by its function
+		 * (object+0xentry when only the unwind table knows it), not ??:?. */
+		for (char *p = copy, *q, *fp = fcopy, *fq; p && n < depth; p = q, fp = fq) {
 			q = strstr(p, "<//>");
+			fq = fp ? strstr(fp, "<//>") : NULL;
 			if (q) {
 				*q = '\0';
 				q += 4;
 			}
-			frames[depth - 1 - n++] = p;
+			if (fq) {
+				*fq = '\0';
+				fq += 4;
+			}
+			frames[depth - 1 - n++] = !strncmp(p, "??", 2) && fp && *fp ? fp : p;
 		}
 		int ret = 0;
 		uint64_t listed = 0;
@@ -398,6 +406,7 @@ int as_report_foreach_stack(const struct as_report *r,
 		if (!ret && w->faults > listed) /* faults without a stack: the site alone */
 			ret = cb(arg, frames, depth, w->faults - listed, w->zero * 2 > w->faults);
 		free(copy);
+		free(fcopy);
 		free(frames);
 		if (ret)
 			return ret;
