@@ -534,6 +534,61 @@ static void report_note_nostack(const char *dir, const struct an_process *p)
 	free(line);
 }
 
+/* ------------------------------------------------------------------ many processes */
+
+/* Processes ranked by faults (then by pid and exec generation): the order of their tables. */
+static struct agg_table **rank_views;
+static struct an_process **rank_procs;
+
+static int report_rank_cmp(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	uint64_t fx = agg_total(rank_views[x]), fy = agg_total(rank_views[y]);
+
+	if (fx != fy)
+		return fx > fy ? -1 : 1;
+	if (rank_procs[x]->pid != rank_procs[y]->pid)
+		return rank_procs[x]->pid < rank_procs[y]->pid ? -1 : 1;
+	return rank_procs[x]->gen < rank_procs[y]->gen ? -1 : rank_procs[x]->gen > rank_procs[y]->gen;
+}
+
+static void report_rank(struct an_process **procs, struct agg_table **views, size_t n, size_t *order)
+{
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	rank_views = views;
+	rank_procs = procs;
+	qsort(order, n, sizeof(*order), report_rank_cmp);
+}
+
+/* A recording of a process tree starts with its processes, most faults first: which one to look
+ * at (a wrapper's shells fault nothing tracked, the interpreter everything). */
+static void report_print_processes(struct an_process **procs, struct agg_table **views, size_t n,
+				   const size_t *order)
+{
+	uint64_t all = 0;
+	size_t quiet = 0;
+	char sfx[64];
+
+	for (size_t i = 0; i < n; i++)
+		all += agg_total(views[i]);
+	printf("processes by faults: %zu processes, %" PRIu64 " faults\n", n, all);
+	printf("%10s %6s  %-12s %8s  %s\n", "FAULTS", "%", "PID", "PPID", "COMMAND");
+	for (size_t k = 0; k < n; k++) {
+		const struct an_process *p = procs[order[k]];
+		uint64_t f = agg_total(views[order[k]]);
+		if (!f) {
+			quiet++;
+			continue;
+		}
+		printf("%10" PRIu64 " %5.1f%%  %-12s %8u  %s\n", f, all ? 100.0 * (double)f / (double)all : 0,
+		       report_suffix(p->pid, p->gen, sfx, sizeof(sfx)), p->ppid, p->cmdline);
+	}
+	if (quiet)
+		printf("(%zu more process%s with no faults)\n", quiet, quiet == 1 ? "" : "es");
+	putchar('\n');
+}
+
 /* ------------------------------------------------------------------ main */
 
 /* --by alloc: faults by the allocation site of the memory they hit, all processes (or --pid), to
@@ -700,9 +755,15 @@ int cmd_report(int argc, char **argv)
 					 .by = env.by };
 		status = report_emit(&env, &v, "all");
 	} else {
-		size_t quiet = 0;
+		size_t quiet = 0, *order = calloc(nprocs, sizeof(*order));
 		bool terminal = !env.fmt->ext;
-		for (size_t i = 0; i < nprocs; i++) {
+		if (!order)
+			goto nomem;
+		report_rank(procs, views, nprocs, order);
+		if (terminal && nprocs > 1)
+			report_print_processes(procs, views, nprocs, order);
+		for (size_t k = 0; k < nprocs; k++) {
+			size_t i = terminal ? order[k] : k;
 			char title[4200];
 			/* Wrappers (env, a pyenv shim's bash) fault nothing tracked: one line for all. */
 			if (terminal && agg_total(views[i]) == 0 && nprocs > 1) {
@@ -710,7 +771,7 @@ int cmd_report(int argc, char **argv)
 				continue;
 			}
 			report_suffix(procs[i]->pid, procs[i]->gen, sfx, sizeof(sfx));
-			snprintf(title, sizeof(title), "pid %s (%s)", sfx, procs[i]->exe);
+			snprintf(title, sizeof(title), "pid %s (%s)", sfx, procs[i]->cmdline);
 			struct report_view v = { .rows = views[i], .sym = sym, .title = title,
 						 .exe = procs[i]->exe, .pid = procs[i]->pid,
 						 .start_ns = procs[i]->start_ns, .top = env.top,
@@ -718,6 +779,7 @@ int cmd_report(int argc, char **argv)
 			if (report_emit(&env, &v, sfx))
 				status = CLI_EXIT_FAIL;
 		}
+		free(order);
 		if (quiet)
 			printf("(%zu more process%s with no faults)\n", quiet, quiet == 1 ? "" : "es");
 	}

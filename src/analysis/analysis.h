@@ -216,8 +216,9 @@ uint64_t lat_percentile(const struct lat_hist *h, double p);
  * The usual pipeline for one traced process (one .bin): stream its faults through a filter into
  * a by-stack table and collect its maps history. visualize and report both start here. */
 struct an_process {
-	uint32_t pid, gen;
+	uint32_t pid, gen, ppid;
 	char *exe;
+	char *cmdline;            /* the command line, arguments joined by spaces (cut at 240 bytes) */
 	char *path;
 	uint64_t start_ns;
 	struct maps_history *maps;
@@ -231,6 +232,9 @@ typedef int (*an_fault_cb)(void *arg, const struct trace *t, const struct ft_fau
 int an_process_load(const char *path, const struct agg_filter *f, an_fault_cb cb, void *arg,
 		    struct an_process **out, char *err, size_t errlen);
 void an_process_free(struct an_process *p);
+/* A command line: arguments joined by spaces, cut at max bytes with "...", fallback if there are
+ * none; malloc'd. */
+char *an_join_args(const char *const *argv, size_t argc, const char *fallback, size_t max);
 
 /* ---------------------------------------------------------------- file view (fileview.c)
  * File-backed faults by file and page offset: which ranges of which file were read, how often,
