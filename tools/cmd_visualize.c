@@ -17,6 +17,9 @@
 #include "cli.h"
 
 #define VIS_MAX_WIDTH 100000u
+/* Flamegraph levels in view: the index page's first screen (1400x1000) holds the summary, the top
+ * callsites and a flamegraph of this many levels, its widest frames at the bottom included. */
+#define VIS_FOLD 16u
 
 /* The options, parsed once: how to draw, and where the pictures go. */
 struct vis_env {
@@ -25,7 +28,7 @@ struct vis_env {
 };
 
 enum { OPT_TITLE = 256, OPT_WIDTH, OPT_MINWIDTH, OPT_INVERTED, OPT_KIND, OPT_PID, OPT_NAMES,
-       OPT_DIFF, OPT_MERGE };
+       OPT_DIFF, OPT_MERGE, OPT_FOLD };
 
 static const struct option vis_longopts[] = {
 	{ "input", required_argument, NULL, 'i' },
@@ -39,6 +42,7 @@ static const struct option vis_longopts[] = {
 	{ "names", required_argument, NULL, OPT_NAMES },
 	{ "diff", required_argument, NULL, OPT_DIFF },
 	{ "merge", no_argument, NULL, OPT_MERGE },
+	{ "fold", required_argument, NULL, OPT_FOLD },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -61,6 +65,8 @@ static const char vis_usage_rest[] =
 "      --title <text>    title of the flamegraphs (default: the command and pid)\n"
 "      --width <px>      width of the pictures (default 1200)\n"
 "      --minwidth <px>   leave out flamegraph frames narrower than this (default 0.1)\n"
+"      --fold <levels>   flamegraph levels in view (default 16; 0: all): a deeper stack is\n"
+"                        folded out of view until a click on one of its frames brings it in\n"
 "      --inverted        icicle layout: callers at the top, growing down\n"
 "      --kind <list>     only faults of these kinds, comma-separated: zero, refetch, file,\n"
 "                        wp, syscall (taken inside a system call)\n"
@@ -122,7 +128,8 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 	uint64_t v;
 	int c, err;
 
-	*env = (struct vis_env){ .o = { .indir = ".", .width = 1200, .minwidth = 0.1 } };
+	*env = (struct vis_env){ .o = { .indir = ".", .width = 1200, .minwidth = 0.1,
+					.fold = VIS_FOLD } };
 	optind = 0; /* glibc: full re-initialisation */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":i:o:h", vis_longopts, NULL)) != -1) {
@@ -175,6 +182,14 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 			break;
 		case OPT_MERGE:
 			env->o.merge = true;
+			break;
+		case OPT_FOLD:
+			err = parse_u64(optarg, 0, 10000, &v);
+			if (err)
+				return cli_error(CLI_EXIT_USAGE, "visualize", "--fold %s: %s; give the "
+						 "flamegraph levels to show, e.g. --fold 30 (0 shows all)",
+						 optarg, parse_strerror(err));
+			env->o.fold = (unsigned)v;
 			break;
 		case 'h':
 			vis_help();

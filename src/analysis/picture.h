@@ -19,6 +19,7 @@ struct picture_opts {
 	const char *indir;
 	const char *title;    /* NULL: "<exe> (pid N)" */
 	unsigned width;
+	unsigned fold;        /* flamegraph levels in view (0: all) */
 	double minwidth;
 	bool inverted;
 	bool has_pid;

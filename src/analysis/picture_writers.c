@@ -17,7 +17,7 @@
 #include "svg_latency.h"
 #include "svg_timeline.h"
 
-#define PICTURE_INDEX_SITES 15 /* callsites in the index's table */
+#define PICTURE_INDEX_SITES 12 /* callsites in the index's table: with the flamegraph on the first screen */
 
 static const char *picture_cmd(const struct picture_proc *p)
 {
@@ -69,7 +69,8 @@ static int picture_flame(FILE *out, const struct picture_view *v, const struct s
 	snprintf(full, sizeof(full), "%s%s", title, suffix);
 	picture_subtitle(v, sub, sizeof(sub));
 	struct svg_flame_opts fo = { .title = full, .subtitle = sub, .width = v->o->width,
-				     .minwidth = v->o->minwidth, .inverted = v->o->inverted };
+				     .minwidth = v->o->minwidth, .inverted = v->o->inverted,
+				     .fold = v->o->fold };
 	return svg_flame_write(fl, out, &fo);
 }
 
@@ -260,7 +261,7 @@ int picture_draw_diff(FILE *out, const struct picture_view *v)
 	struct svg_flame_opts fo = { .title = title, .subtitle = v->o->kinds_text[0] ?
 				     v->o->kinds_text : NULL, .width = v->o->width,
 				     .minwidth = v->o->minwidth, .inverted = v->o->inverted,
-				     .diff = true };
+				     .diff = true, .fold = v->o->fold };
 	return svg_flame_write(v->p->all, out, &fo);
 }
 

@@ -176,6 +176,25 @@ static void site_cell_u64(FILE *out, uint64_t v)
 		fputs("<td class=\"n z\">0</td>", out);
 }
 
+/* A cell of code: "file:line" shown by the file's name, the whole text in the tooltip. */
+static void site_cell_code(FILE *out, const char *code, size_t len)
+{
+	const char *base = code;
+
+	for (const char *p = code; p < code + len; p++)
+		if (*p == '/')
+			base = p + 1;
+	fputs("<td title=\"", out);
+	svg_put_escaped(out, code);
+	fputs("\">", out);
+	if (len) {
+		fputs("<code>", out);
+		svg_put_escaped_n(out, base, len - (size_t)(base - code));
+		fputs("</code>", out);
+	}
+	fputs("</td>", out);
+}
+
 /* The top callsites with their faults by kind. */
 static void sites_table(FILE *out, const struct svg_index_info *in)
 {
@@ -192,18 +211,12 @@ static void sites_table(FILE *out, const struct svg_index_info *in)
 		const struct callsite *c = &in->sites[i];
 		fputs("<tr><td>", out);
 		svg_put_escaped(out, c->func);
-		/* The innermost line; the lines it is inlined at in the tooltip. */
-		fputs("</td><td title=\"", out);
-		svg_put_escaped(out, c->code);
-		fputs(*c->code ? "\"><code>" : "\">", out);
-		svg_put_escaped_n(out, c->code, (size_t)callsites_inner_len(c->code));
-		fputs(*c->code ? "</code></td><td>" : "</td><td>", out);
-		if (c->caller && *c->caller) {
-			fputs("<code>", out);
-			svg_put_escaped(out, c->caller);
-			fputs("</code>", out);
-		}
-		fputs("</td><td>", out);
+		/* The innermost line, by file name: one table row a line, however long the paths;
+		 * the path and the lines it is inlined at in the tooltip. */
+		fputs("</td>", out);
+		site_cell_code(out, c->code, (size_t)callsites_inner_len(c->code));
+		site_cell_code(out, c->caller ? c->caller : "", c->caller ? strlen(c->caller) : 0);
+		fputs("<td>", out);
 		svg_put_escaped(out, c->lib);
 		fputs("</td>", out);
 		site_cell_u64(out, c->total);

@@ -399,11 +399,11 @@ static int t_index(void)
 	      "summary paragraph: %.400s", strstr(buf, "<p class=\"summary\">"));
 	CHECK(strstr(buf, "8 KiB in 2 mappings mapped by the program but not tracked"), "untracked maps");
 	CHECK(strstr(buf, "<tr><td>fill&lt;T&gt;</td><td title=\"prog.c:19&lt;&lt;&lt;prog.c:40\">"
-			  "<code>prog.c:19</code></td><td><code>prog.c:19</code></td><td>prog</td>"
+			  "<code>prog.c:19</code></td><td title=\"prog.c:19\"><code>prog.c:19</code></td><td>prog</td>"
 			  "<td class=\"n\">7</td><td class=\"n\">70.0</td><td class=\"n\">7</td>"),
 	      "callsites row");
-	CHECK(strstr(buf, "<code>memcpy.S:3</code></td><td><code>prog.c:30</code></td><td>libc.so.6"),
-	      "a leaf in libc beside the program's line that called it");
+	CHECK(strstr(buf, "<code>memcpy.S:3</code></td><td title=\"prog.c:30\"><code>prog.c:30</code>"
+			  "</td><td>libc.so.6"), "a leaf in libc beside the program's line that called it");
 	/* The answer first, the pictures next, the raw stats last and folded. */
 	const char *sum = strstr(buf, "class=\"summary\""), *tab = strstr(buf, "Top callsites"),
 		   *obj = strstr(buf, "<object"), *det = strstr(buf, "<details>");
