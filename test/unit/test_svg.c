@@ -450,16 +450,32 @@ static int t_curve(void)
 
 	CHECK(x && y && z, "render failed");
 	CHECK(!strcmp(x, y) && !strcmp(x, z), "two renders of the same points differ");
-	CHECK(count_str(x, "<polyline class=\"curve\"") == 4, "expected 4 lines (2 panels x 2 "
-	      "policies), got %zu", count_str(x, "<polyline"));
-	CHECK(count_str(x, "data-policy=\"f&lt;i&gt;fo\"") == 2, "policy name not escaped");
+	CHECK(count_str(x, "<polyline class=\"curve\"") == 8, "expected 8 lines (2 scales x 2 panels x "
+	      "2 policies), got %zu", count_str(x, "<polyline"));
+	CHECK(count_str(x, "data-policy=\"f&lt;i&gt;fo\"") == 4, "policy name not escaped");
 	/* fifo's unknown slowdown is left out of its slowdown line and gets no dot. */
 	line = strstr(x, "data-panel=\"slowdown\" data-policy=\"f&lt;i&gt;fo\"");
 	CHECK(line, "no fifo slowdown line");
 	line = strstr(line, "points=\"");
 	CHECK(line && strchr(line + 8, '"') - (line + 8) > 0 && !memchr(line + 8, ' ',
 	      (size_t)(strchr(line + 8, '"') - (line + 8))), "fifo's slowdown line has more than one point");
-	CHECK(count_str(x, "<circle") == 9, "expected 9 dots, got %zu", count_str(x, "<circle"));
+	CHECK(count_str(x, "<circle") == 18, "expected 9 dots a scale, got %zu", count_str(x, "<circle"));
+	/* The log scale: its own panels, hidden until the button or #log picks them; the re-fetch axis
+	 * at 0 and powers of ten up to the 6147 re-fetches, the slowdown's at powers of two. */
+	const char *lg = strstr(x, "<g class=\"panel log\" id=\"refetch-log\">");
+	const char *lgs = strstr(x, "<g class=\"panel log\" id=\"slowdown-log\">");
+	CHECK(lg && lgs && strstr(x, ".log, .logy .lin { display: none; }") &&
+	      strstr(x, "<text id=\"scale\" class=\"btn\"") && strstr(x, "window.location.hash === '#log'"),
+	      "no log panels or no switch");
+	CHECK(strstr(lg, ">0</text>") && strstr(lg, ">10</text>") && strstr(lg, ">10000</text>") &&
+	      !strstr(lg, ">100000</text>") && strstr(lg, "re-fetches (pages), log scale"), "log re-fetch axis");
+	CHECK(strstr(lgs, ">1</text>") && strstr(lgs, ">2</text>") && !strstr(lgs, ">4</text>"),
+	      "log slowdown axis");
+	{
+		char b8[32];
+		svg_fmt_bytes(b8, sizeof(b8), 8357888); /* 7.97 MiB */
+		CHECK(!strcmp(b8, "8 MiB"), "7.97 MiB printed as %s, not 8 MiB", b8);
+	}
 	CHECK(strstr(x, ">4 MiB</text>") && strstr(x, ">8 MiB</text>") &&
 	      strstr(x, ">ample &lt;16&gt;</text>") && !strstr(x, ">16 MiB</text>"),
 	      "x ticks are not the swept sizes, or the label of a point did not name its tick");
