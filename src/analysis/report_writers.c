@@ -18,8 +18,8 @@ static const struct report_writer writers[] = {
 	{ .name = "speedscope", .summary = "speedscope's JSON file format per process: faults and "
 	  "service time", .stem = "report", .ext = "speedscope.json",
 	  .write = report_write_speedscope },
-	{ .name = "perf-script", .summary = "perf script's text per process, a sample per page "
-	  "(stackcollapse-perf.pl, Firefox Profiler)", .stem = "report", .ext = "perf.txt",
+	{ .name = "perf-script", .summary = "perf script's text per process, a sample per callsite "
+	  "weighted by its pages (perf's period)", .stem = "report", .ext = "perf.txt",
 	  .write = report_write_perf_script },
 	{ .name = "raw", .summary = "one row per fault, per trace file (fltrace-data-faults-*)",
 	  .stem = "faults", .ext = "out", .per_gen = true, .begin = report_raw_begin,
