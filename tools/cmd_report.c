@@ -332,8 +332,8 @@ static FILE *report_create(const char *dir, const char *name, char *path, size_t
 		snprintf(path, len, "%s", name);
 	f = fopen(path, "w");
 	if (!f) {
-		cli_error(CLI_EXIT_FAIL, "report", "cannot write %s: %s; check that the directory "
-			  "is writable", path, strerror(errno));
+		cli_error(CLI_EXIT_FAIL, "report", "cannot write %s: %s; make the directory "
+			  "writable, or write elsewhere with -o FILE", path, strerror(errno));
 		return NULL;
 	}
 	setvbuf(f, NULL, _IOFBF, 1 << 20);
@@ -783,7 +783,7 @@ int cmd_report(int argc, char **argv)
 		if (quiet)
 			printf("(%zu more process%s with no faults)\n", quiet, quiet == 1 ? "" : "es");
 	}
-	for (size_t i = 0; i < nprocs; i++)
+	for (size_t i = 0; i < nprocs && status == CLI_EXIT_OK; i++) /* a failure: its one line */
 		report_note_nostack(env.dir, procs[i]);
 	if (fflush(stdout) || ferror(stdout))
 		status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",

@@ -666,11 +666,28 @@ static int sweep_run_auto(struct sweep *s, const struct sweep_opts *o, const str
 	return sweep_run_from(s, o, 1, in);
 }
 
+/* The command, checked as record checks it, before any run starts or any directory is made: a
+ * misspelt command is one line and nothing on disk, not "run 1/5" and an empty run directory. */
+static int sweep_check_command(const struct sweep *s)
+{
+	static struct record_opts ro; /* large (paths): not on the stack */
+	int err;
+
+	memset(&ro, 0, sizeof(ro));
+	ro.cmd_argv = s->cmd_argv;
+	if ((err = record_resolve_command(&ro)))
+		return err;
+	return record_check_program(ro.cmd_path);
+}
+
 static int sweep_prepare(struct sweep *s, struct sweep_opts *o)
 {
 	/* Whole MB: record's upper bound for -M. */
 	uint64_t total = record_memtotal() & ~((1ull << 20) - 1);
 	int err;
+
+	if ((err = sweep_check_command(s)))
+		return err;
 
 	if (!o->maxmem)
 		o->maxmem = total;

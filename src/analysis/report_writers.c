@@ -6,7 +6,8 @@
 #include "report.h"
 
 static const struct report_writer writers[] = {
-	{ .name = "csv", .summary = "callsite CSV per process (the default), formats.md columns",
+	{ .name = "csv", .summary = "callsite CSV per process (the default); its columns: the "
+	  "README's \"Report CSV\"",
 	  .stem = "report", .ext = "out", .write = report_write_csv,
 	  .write_diff = report_diff_csv, .write_alloc = report_alloc_csv },
 	{ .name = "top", .summary = "the biggest rows as a table on stdout (--top N sets N)",

@@ -182,3 +182,10 @@ if [ $rc -ne 0 ] || [ -n "$missing" ]; then fail sweep_help "exit $rc, missing:$
 elif [ "$h" != "$("$FLTRACE" help sweep)" ]; then fail sweep_help "'fltrace help sweep' differs from --help"
 elif ! "$FLTRACE" help | grep -q '^  sweep  '; then fail sweep_help "the top-level help does not list sweep"
 else pass sweep_help; fi
+
+# A command that does not exist: one line before any run, and nothing left on disk.
+N=$TMP/nosuch
+expect_error sweep_no_such_command 127 "^fltrace: nosuchprog-fltrace: command not found" \
+	"$FLTRACE" sweep -o "$N" -- nosuchprog-fltrace
+if [ -e "$N" ]; then fail sweep_no_such_command_nothing_left "$(find "$N" | head -3 | tr '\n' ' ')"
+else pass sweep_no_such_command_nothing_left; fi
