@@ -43,6 +43,7 @@ static inline void far_page_out(uint32_t slot)
  * `mem` (no extra copy), else one page read from the medium (valid until the next call; rt.lock
  * held). Includes --far-latency's wait, counted apart. */
 const void *far_page_source(uint32_t slot);
+bool far_is_local(void); /* far_page_source is a plain read of local memory (no medium, no wait) */
 void far_slots_freed(uint32_t first, unsigned n); /* farmem.c, when it empties a run of slots */
 void far_fork_prepare(void);
 void far_fork_parent(void);

@@ -48,6 +48,7 @@ struct rt_config {
 	const char *far_arg; /* file: the directory (in the environment) */
 	uint64_t far_latency_ns; /* --far-latency: waited at each re-fetch */
 	unsigned stack_depth;
+	bool percpu;         /* --poll percpu: a SCHED_IDLE poller per CPU, faults routed (pollers.c) */
 	bool spin;           /* handler threads busy-poll instead of blocking */
 	uint64_t spin_ns;    /* adaptive: poll this long after the last fault before blocking */
 	bool files_all;      /* --files=all: the loader's code and read-only data are traced too */
@@ -99,6 +100,9 @@ struct rt_stats {
 	_Atomic uint64_t untracked_loader_file_bytes, untracked_loader_file_maps; /* ... and left alone */
 	_Atomic uint64_t allocs_big, allocs_sampled, allocs_page, allocs_maps, allocs_lost; /* allocation records */
 	_Atomic uint64_t far_puts, far_gets; /* pages written to and read from the far backend */
+	/* --poll percpu (pollers.c): faults routed to another CPU's poller, routed faults another
+	 * poller took after they waited, faults the backstop served, pollers it gave normal priority */
+	_Atomic uint64_t faults_routed, faults_stolen, faults_backstop, pollers_boosted;
 	struct rt_time_stats time;
 };
 /* ---- the runtime root (runtime.c) ---- */

@@ -212,10 +212,11 @@ static void config_parse(struct rt_config *c)
 	c->far_arg = rc.far_arg;
 	c->far_latency_ns = rc.far_latency_ns;
 	c->stack_depth = rc.stack_depth;
-	/* adaptive (default): faults come in bursts, and waking an idle vCPU costs 50-100 us here
-	 * (make bench's floor rows), so a handler polls 100 us after a fault before it blocks;
-	 * on fillscan this makes a fault 3.7x cheaper on an otherwise idle 2-vCPU machine. */
+	/* percpu (default): a poller per CPU, see pollers.c; adaptive: faults come in bursts, and
+	 * waking an idle vCPU costs 50-100 us here, so a handler polls 100 us after a fault before it
+	 * blocks. */
 	c->spin = rc.poll == RTCONFIG_POLL_SPIN;
+	c->percpu = rc.poll == RTCONFIG_POLL_PERCPU;
 	c->spin_ns = rc.spin_ns;
 	c->files_all = rc.files_all;
 	c->allocs = rc.allocs;
@@ -368,6 +369,7 @@ void rt_exit_flush(void)
 	if (!handler_is_current_thread())
 		maps_snapshot();
 	rt_tls_internal++;
+	handler_before_exit();
 	stats_stop();
 	trace_close();
 	rt_tls_internal--;
