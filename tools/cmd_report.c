@@ -567,12 +567,17 @@ static void report_print_processes(struct an_process **procs, struct agg_table *
 				   const size_t *order)
 {
 	uint64_t all = 0;
-	size_t quiet = 0;
+	size_t quiet = 0, pids = 0;
 	char sfx[64];
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		all += agg_total(views[i]);
-	printf("processes by faults: %zu processes, %" PRIu64 " faults\n", n, all);
+		pids += !i || procs[i]->pid != procs[i - 1]->pid; /* traces are sorted by pid */
+	}
+	printf("processes by faults: %zu process%s", pids, pids == 1 ? "" : "es");
+	if (pids != n)
+		printf(" (%zu programs with their execs, as pid-exec)", n);
+	printf(", %" PRIu64 " faults\n", all);
 	printf("%10s %6s  %-12s %8s  %s\n", "FAULTS", "%", "PID", "PPID", "COMMAND");
 	for (size_t k = 0; k < n; k++) {
 		const struct an_process *p = procs[order[k]];
