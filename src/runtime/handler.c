@@ -34,6 +34,7 @@ bool handler_is_current_thread(void)
 struct deferred_msg {
 	struct uffd_msg m;
 	int fd;
+	uint64_t since; /* first kept (rt_mono_ns) */
 };
 
 /* A fault served without the stack signal whose thread's stack could not be read while a fork held
@@ -115,10 +116,10 @@ static void handler_defer_note(struct handler_ctx *ctx, const struct rt_thread *
 		d->s = *s;
 }
 
-static void handler_defer_msg(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
+static void handler_defer_msg(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, uint64_t since)
 {
 	ctx->deferred = handler_list_room(ctx->deferred, ctx->ndeferred, &ctx->deferred_cap, sizeof(*ctx->deferred));
-	ctx->deferred[ctx->ndeferred++] = (struct deferred_msg){ .m = *m, .fd = fd };
+	ctx->deferred[ctx->ndeferred++] = (struct deferred_msg){ .m = *m, .fd = fd, .since = since };
 }
 
 /* FLTRACE_TEST_HANDLER_LAG: this handler falls behind the thread it has just served, as one preempted
@@ -281,20 +282,34 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 /* One fault message, timed whole. A fault of the thread that holds rt.lock across a fork is served
  * under its hold, until its thread is woken; another thread's, while a fork holds the lock, is kept
  * for later (its thread sleeps on). */
-static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
+/* A fault of a thread whose previous fault's stack signal is sent but not yet taken waits (up to
+ * REQUEST_WAIT_NS) for it to be taken: the thread left that fault early (a signal of the program's
+ * woke it, and its handler faulted) and will take the stack signal, in its own handler, before it
+ * can run on; served now, this fault would find the request open and go without a stack. Several
+ * handlers at once (pollers) meet this; one handler reading faults in order never did. */
+#define REQUEST_WAIT_NS (20 * 1000 * 1000ull)
+static bool handler_request_open(int tid, uint64_t since, uint64_t now)
+{
+	struct rt_thread *t = tid ? threads_find(tid) : NULL;
+	return t && !atomic_load(&t->busy) && atomic_load(&t->state) == REQ_PENDING && now - since < REQUEST_WAIT_NS;
+}
+
+static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, uint64_t since)
 {
 	uint64_t t0 = rt_mono_ns();
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	bool holder = tid && atomic_load(&rt.fork_holder) == tid;
 	/* Another handler may act under the holder's hold right now: this fault then waits too. */
 	bool done = false;
-	if (!holder || rt_lock_borrow()) {
+	if (!holder && handler_request_open(tid, since ? since : t0, t0))
+		done = false;
+	else if (!holder || rt_lock_borrow()) {
 		done = handler_fault_serve(ctx, m, fd, holder);
 		if (holder)
 			rt_lock_return();
 	}
 	if (!done)
-		handler_defer_msg(ctx, m, fd);
+		handler_defer_msg(ctx, m, fd, since ? since : t0);
 	rt_time_add(&rt.stats.time.serve, t0);
 }
 
@@ -328,7 +343,7 @@ static void handler_retry_deferred(struct handler_ctx *ctx)
 		if (holder && (int)d.m.arg.pagefault.feat.ptid != holder)
 			ctx->deferred[ctx->ndeferred++] = d;
 		else
-			handler_fault(ctx, &d.m, d.fd);
+			handler_fault(ctx, &d.m, d.fd, d.since);
 	}
 }
 
@@ -417,7 +432,7 @@ struct handler_ctx *handler_ctx_new(void)
 void handler_message(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
 {
 	if (m->event == UFFD_EVENT_PAGEFAULT)
-		handler_fault(ctx, m, fd);
+		handler_fault(ctx, m, fd, 0);
 }
 
 void handler_tend(struct handler_ctx *ctx)

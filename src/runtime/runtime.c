@@ -30,15 +30,17 @@ __thread int rt_tls_internal;
 
 static bool early_done;
 
-/* With --files=all the program's code is tracked memory: a signal handler of the program that ran
- * while its thread holds rt.lock could fault on its own code, which no handler could serve without
- * that lock. So a program thread holding it takes no signals (delivered at rt_unlock). */
+/* A signal handler of the program's that ran while its thread holds rt.lock could fault on tracked
+ * memory (the heap it counts into; with --files=all its own code), which no handler can serve
+ * without that lock: the thread waits in its fault for a handler that waits for its lock (sigalarm
+ * at -L 1 hung so in 3 runs of 4 under load). So a program thread holding it takes no signals
+ * (delivered at rt_unlock): two rt_sigprocmask calls per lock, in mmap-family wrappers only. */
 static __thread uint64_t tls_lock_saved_mask;
 static __thread bool tls_lock_masked;
 
 static void rt_lock_mask_signals(void)
 {
-	if (!rt.cfg.files_all || handler_is_current_thread())
+	if (handler_is_current_thread() || tls_lock_masked)
 		return;
 	uint64_t all = ~0ull;
 	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &tls_lock_saved_mask, 8);
