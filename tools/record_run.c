@@ -20,23 +20,6 @@
 #define RUN_OLD_DIR "fltrace-data.old" /* the earlier recording: one generation is kept */
 #define RUN_MB (1024.0 * 1024.0)
 
-/* access(W_OK) says yes to root on a read-only file system or in /proc: create a file instead. */
-static int run_probe_writable(const char *dir)
-{
-	char probe[PATH_MAX];
-	int fd;
-
-	if (snprintf(probe, sizeof(probe), "%s/.fltrace-probe-%d", dir, (int)getpid()) >=
-	    (int)sizeof(probe))
-		return -ENAMETOOLONG;
-	fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	unlink(probe);
-	return 0;
-}
-
 int record_prepare_outdir(struct record_opts *o)
 {
 	const char *dir = o->outdir_arg;
@@ -50,7 +33,7 @@ int record_prepare_outdir(struct record_opts *o)
 	if (err)
 		return cli_error(CLI_EXIT_NOTRACE, dir, "cannot use it as the output directory (%s); "
 				 "give a writable directory with -o DIR", strerror(-err));
-	err = run_probe_writable(dir);
+	err = outfile_try_dir(dir);
 	if (err)
 		return cli_error(CLI_EXIT_NOTRACE, dir, "cannot write in the output directory (%s); "
 				 "give a writable directory with -o DIR", strerror(-err));
@@ -65,13 +48,15 @@ static bool run_has_prefix(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
-static bool run_is_regular(int dfd, const struct dirent *de)
+/* A file of an earlier recording, to remove: 0; a link or someone else's file under one of our
+ * names (-OUTFILE_E*) is left for the user to look at; a directory is skipped (1). */
+static int run_earlier_file(const char *path)
 {
 	struct stat st;
 
-	if (de->d_type != DT_UNKNOWN)
-		return de->d_type == DT_REG;
-	return fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return 1;
+	return outfile_check(path);
 }
 
 /* Removes the fltrace-data-* files of directory dfd; how many, or -errno (err says which). */
@@ -84,7 +69,10 @@ static int run_remove_data(int dfd, char *err, size_t errlen)
 	if (!d)
 		return -errno;
 	while (n >= 0 && (de = readdir(d))) {
-		if (!run_has_prefix(de->d_name, RUN_DATA_PREFIX) || !run_is_regular(dirfd(d), de))
+		struct stat st;
+		/* A link is removed itself, never followed; a directory is not ours to remove. */
+		if (!run_has_prefix(de->d_name, RUN_DATA_PREFIX) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || S_ISDIR(st.st_mode))
 			continue;
 		if (unlinkat(dirfd(d), de->d_name, 0) == 0) {
 			n++;
@@ -113,10 +101,20 @@ int record_clean_outdir(const struct record_opts *o)
 		return cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot list the output directory (%s); "
 				 "give another one with -o DIR", strerror(errno));
 	while (!err && (de = readdir(d))) {
-		if (!run_has_prefix(de->d_name, RUN_DATA_PREFIX) || !run_is_regular(dirfd(d), de))
+		if (!run_has_prefix(de->d_name, RUN_DATA_PREFIX))
 			continue;
+		char path[PATH_MAX + 256];
+		snprintf(path, sizeof(path), "%s/%s", o->outdir, de->d_name);
+		int why = run_earlier_file(path);
+		if (why > 0)
+			continue;
+		if (why < 0) {
+			err = cli_error(CLI_EXIT_NOTRACE, path, "%s; remove it (someone else may have put "
+					"it there) or give another -o DIR", outfile_strerror(why));
+			break;
+		}
 		if (old < 0) {
-			if (mkdirat(dirfd(d), RUN_OLD_DIR, 0777) && errno != EEXIST) {
+			if (mkdirat(dirfd(d), RUN_OLD_DIR, 0700) && errno != EEXIST) {
 				err = cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot make %s for the earlier "
 						"recording (%s); move it away by hand or give another -o DIR",
 						RUN_OLD_DIR, strerror(errno));

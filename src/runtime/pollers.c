@@ -669,7 +669,7 @@ void handler_watchdog(void)
 	struct pollfd p[2];
 	memcpy(p, pollers_fds, sizeof(p));
 	uint64_t now = atomic_load(&hd.progress);
-	if (now != hd.watched_progress || (poll(p, pollers_nfds, 0) < 1 && !route_any_queued())) {
+	if (now != hd.watched_progress || (poll(p, pollers_nfds, 0) < 1 && !route_any_queued() && !handler_keeps_faults())) {
 		hd.watched_progress = now;
 		hd.stalled_seconds = 0;
 		hd.stalled_cpu_ticks = 0;
