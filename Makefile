@@ -110,6 +110,10 @@ $(B)/progs/%: test/progs/%.c
 $(B)/progs/ownmalloc-early: test/progs/ownmalloc.c $(B)/progs/earlydl.so
 	$(CC) -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE -pthread -o $@ $< -Wl,--no-as-needed -L$(B)/progs -l:earlydl.so \
 		-Wl,-rpath,$(abspath $(B)/progs) -ldl
+# -O2, as programs are shipped: memset, memcpy and strcmp are real calls into libc
+$(B)/progs/callers: test/progs/callers.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
 # -no-pie: its references to malloc and free are the executable's own PLT entries (as CPython's)
 $(B)/progs/mallocaddr: test/progs/mallocaddr.c
 	@mkdir -p $(dir $@)

@@ -4,13 +4,13 @@ set -euo pipefail
 
 # build: compiler, jemalloc (linked into the preload library), libunwind, libelf, zlib (pprof)
 # run: addr2line (binutils) for `fltrace report`
-# tests and benchmarks: real programs that fltrace traces (python3, sqlite3, xz, gzip, GNU sort),
+# tests and benchmarks: real programs that fltrace traces (python3, sqlite3, gawk, xz, gzip, GNU sort),
 #   perf to compare against, xmllint and chromium to check the SVGs, protoc and python's protobuf
 #   to read the pprof export back; clang and its libFuzzer runtime for the fuzzers (make fuzz)
 PACKAGES=(
 	build-essential binutils pkg-config
 	libjemalloc-dev libunwind-dev libelf-dev zlib1g-dev
-	python3 sqlite3 xz-utils gzip coreutils procps util-linux gdb
+	python3 sqlite3 gawk xz-utils gzip coreutils procps util-linux gdb
 	libxml2-utils chromium protobuf-compiler python3-protobuf
 	linux-perf
 	clang libclang-rt-14-dev

@@ -105,7 +105,8 @@ static void record_help(void)
 "  -S, --samplerate <n>    faults recorded per second, 0 = all (default 0)\n"
 "  -o, --output <dir>      where the trace goes (default: the current directory); created if\n"
 "                          missing. fltrace-data-* files of an earlier recording there are\n"
-"                          removed first, so that a report never mixes two runs\n",
+"                          moved into DIR/fltrace-data.old/ first (replacing the one before),\n"
+"                          so that a report never mixes two runs and the last one is kept\n",
 RECORD_MAX_HANDLERS);
 	record_help_policies();
 	record_help_backends();

@@ -26,8 +26,10 @@ static const char report_usage[] =
 "  -i, --input DIR       directory holding the traces (default .)\n"
 "  -o, --output FILE     write one output, all processes merged, to FILE (- is stdout)\n"
 "      --format NAME     what to write (default csv); the formats are listed below\n"
-"      --by VIEW         stack (default) | line | function | alloc: group by full stack, by\n"
-"                        the innermost frame's file:line, by its function, or by the\n"
+"      --by VIEW         stack (default) | line | function | caller | alloc: group by full\n"
+"                        stack, by the innermost frame's file:line, by its function, by the\n"
+"                        program's own frame (the innermost outside libc, libstdc++,\n"
+"                        libgcc, ld.so and fltrace: the line that called memset), or by the\n"
 "                        allocation site of the memory each fault hit (alloc: writes\n"
 "                        fltrace-data-report-alloc-<pid|all>.out, or a table with --top)\n"
 "      --kind LIST       keep faults of these kinds: zero,refetch,file,wp,syscall\n"
@@ -54,6 +56,7 @@ static const char report_examples[] =
 "  fltrace report                          # CSV per process in the current directory\n"
 "  fltrace report -i out --top 20          # the 20 call stacks with most faults, as a table\n"
 "  fltrace report --by line --kind refetch # which lines re-fetch evicted pages\n"
+"  fltrace report --by caller --top 10     # which lines of the program itself fault most\n"
 "  fltrace report --by alloc --top 10      # which allocations' memory faults most\n"
 "  fltrace report --folded -o f.folded && flamegraph.pl f.folded > f.svg\n"
 "  fltrace report --kind file --files      # which parts of which files were read, in order\n"
@@ -242,9 +245,10 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 			else if (!strcmp(optarg, "line")) env->by = AGG_BY_LINE;
 			else if (!strcmp(optarg, "function")) env->by = AGG_BY_FUNCTION;
 			else if (!strcmp(optarg, "alloc")) env->by = AGG_BY_ALLOC;
+			else if (!strcmp(optarg, "caller")) env->by = AGG_BY_CALLER;
 			else
 				return cli_error(CLI_EXIT_USAGE, "report", "--by: unknown view '%s'; "
-						 "use stack, line, function or alloc", optarg);
+						 "use stack, line, function, caller or alloc", optarg);
 			break;
 		case OPT_KIND:
 			if (report_parse_list("kind", optarg, kinds, kind_bits, 5, &env->filter.kinds))
@@ -524,6 +528,66 @@ static void report_note_nostack(const char *dir, const struct an_process *p)
 	free(line);
 }
 
+/* ------------------------------------------------------------------ many processes */
+
+/* Processes ranked by faults (then by pid and exec generation): the order of their tables. */
+static struct agg_table **rank_views;
+static struct an_process **rank_procs;
+
+static int report_rank_cmp(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	uint64_t fx = agg_total(rank_views[x]), fy = agg_total(rank_views[y]);
+
+	if (fx != fy)
+		return fx > fy ? -1 : 1;
+	if (rank_procs[x]->pid != rank_procs[y]->pid)
+		return rank_procs[x]->pid < rank_procs[y]->pid ? -1 : 1;
+	return rank_procs[x]->gen < rank_procs[y]->gen ? -1 : rank_procs[x]->gen > rank_procs[y]->gen;
+}
+
+static void report_rank(struct an_process **procs, struct agg_table **views, size_t n, size_t *order)
+{
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	rank_views = views;
+	rank_procs = procs;
+	qsort(order, n, sizeof(*order), report_rank_cmp);
+}
+
+/* A recording of a process tree starts with its processes, most faults first: which one to look
+ * at (a wrapper's shells fault nothing tracked, the interpreter everything). */
+static void report_print_processes(struct an_process **procs, struct agg_table **views, size_t n,
+				   const size_t *order)
+{
+	uint64_t all = 0;
+	size_t quiet = 0, pids = 0;
+	char sfx[64];
+
+	for (size_t i = 0; i < n; i++) {
+		all += agg_total(views[i]);
+		pids += !i || procs[i]->pid != procs[i - 1]->pid; /* traces are sorted by pid */
+	}
+	printf("processes by faults: %zu process%s", pids, pids == 1 ? "" : "es");
+	if (pids != n)
+		printf(" (%zu programs with their execs, as pid-exec)", n);
+	printf(", %" PRIu64 " faults\n", all);
+	printf("%10s %6s  %-12s %8s  %s\n", "FAULTS", "%", "PID", "PPID", "COMMAND");
+	for (size_t k = 0; k < n; k++) {
+		const struct an_process *p = procs[order[k]];
+		uint64_t f = agg_total(views[order[k]]);
+		if (!f) {
+			quiet++;
+			continue;
+		}
+		printf("%10" PRIu64 " %5.1f%%  %-12s %8u  %s\n", f, all ? 100.0 * (double)f / (double)all : 0,
+		       report_suffix(p->pid, p->gen, sfx, sizeof(sfx)), p->ppid, p->cmdline);
+	}
+	if (quiet)
+		printf("(%zu more process%s with no faults)\n", quiet, quiet == 1 ? "" : "es");
+	putchar('\n');
+}
+
 /* ------------------------------------------------------------------ main */
 
 /* --by alloc: faults by the allocation site of the memory they hit, all processes (or --pid), to
@@ -697,12 +761,19 @@ int cmd_report(int argc, char **argv)
 	if (merged) {
 		struct report_view v = { .rows = merged, .sym = sym, .title = "all processes",
 					 .exe = procs[0]->exe, .pid = procs[0]->pid,
-					 .start_ns = procs[0]->start_ns, .top = env.top };
+					 .start_ns = procs[0]->start_ns, .top = env.top,
+					 .by = env.by };
 		status = report_emit(&env, &v, "all");
 	} else {
-		size_t quiet = 0;
+		size_t quiet = 0, *order = calloc(nprocs, sizeof(*order));
 		bool terminal = !env.fmt->ext;
-		for (size_t i = 0; i < nprocs; i++) {
+		if (!order)
+			goto nomem;
+		report_rank(procs, views, nprocs, order);
+		if (terminal && nprocs > 1)
+			report_print_processes(procs, views, nprocs, order);
+		for (size_t k = 0; k < nprocs; k++) {
+			size_t i = terminal ? order[k] : k;
 			char title[4200];
 			/* Wrappers (env, a pyenv shim's bash) fault nothing tracked: one line for all. */
 			if (terminal && agg_total(views[i]) == 0 && nprocs > 1) {
@@ -710,17 +781,19 @@ int cmd_report(int argc, char **argv)
 				continue;
 			}
 			report_suffix(procs[i]->pid, procs[i]->gen, sfx, sizeof(sfx));
-			snprintf(title, sizeof(title), "pid %s (%s)", sfx, procs[i]->exe);
+			snprintf(title, sizeof(title), "pid %s (%s)", sfx, procs[i]->cmdline);
 			struct report_view v = { .rows = views[i], .sym = sym, .title = title,
 						 .exe = procs[i]->exe, .pid = procs[i]->pid,
-						 .start_ns = procs[i]->start_ns, .top = env.top };
+						 .start_ns = procs[i]->start_ns, .top = env.top,
+						 .by = env.by };
 			if (report_emit(&env, &v, sfx))
 				status = CLI_EXIT_FAIL;
 		}
+		free(order);
 		if (quiet)
 			printf("(%zu more process%s with no faults)\n", quiet, quiet == 1 ? "" : "es");
 	}
-	for (size_t i = 0; i < nprocs; i++)
+	for (size_t i = 0; i < nprocs && status == CLI_EXIT_OK; i++) /* a failure: its one line */
 		report_note_nostack(env.dir, procs[i]);
 	if (fflush(stdout) || ferror(stdout))
 		status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +267,23 @@ static int sweep_parse(int argc, char **argv, struct sweep_opts *o, struct sweep
 
 /* ---- the run list ---- */
 
+/* A size chosen by sweep: rounded up to two significant digits of K, M or G (then to a page), so
+ * that its run is named as people say it ("L110M", "L4.1M", not "L111716K") and its tick reads
+ * "110 MiB". The name goes to name. */
+static uint64_t sweep_round_size(uint64_t bytes, char *name, size_t len)
+{
+	char c = bytes >= (1ull << 30) ? 'G' : bytes >= (1ull << 20) ? 'M' : 'K';
+	double unit = c == 'G' ? 1073741824.0 : c == 'M' ? 1048576.0 : 1024.0;
+	double v = (double)bytes / unit, step = v >= 100 ? 10 : v >= 10 ? 1 : 0.1;
+	double r = ceil(v / step - 1e-9) * step;
+
+	if (step < 1 && r != floor(r))
+		snprintf(name, len, "%.1f%c", r, c);
+	else
+		snprintf(name, len, "%.0f%c", r, c);
+	return ((uint64_t)ceil(r * unit) + SWEEP_PAGE - 1) & ~(SWEEP_PAGE - 1);
+}
+
 static void sweep_size_name(char *buf, size_t len, uint64_t bytes)
 {
 	if (bytes % (1ull << 20) == 0)
@@ -274,10 +292,12 @@ static void sweep_size_name(char *buf, size_t len, uint64_t bytes)
 		snprintf(buf, len, "%lluK", (unsigned long long)((bytes + 1023) >> 10));
 }
 
-static int sweep_add_run(struct sweep *s, uint64_t localmem, const char *policy, bool ample)
+/* sz: the size's name, or NULL to name it from localmem. */
+static int sweep_add_run(struct sweep *s, uint64_t localmem, const char *policy, bool ample,
+			 const char *sz)
 {
 	struct sweep_run *r = &s->runs[s->nruns];
-	char sz[32];
+	char own[32];
 
 	if (s->nruns == SWEEP_MAX_RUNS)
 		return -E2BIG;
@@ -286,7 +306,10 @@ static int sweep_add_run(struct sweep *s, uint64_t localmem, const char *policy,
 	r->policy = policy;
 	r->ample = ample;
 	r->slowdown = -1;
-	sweep_size_name(sz, sizeof(sz), localmem);
+	if (!sz) {
+		sweep_size_name(own, sizeof(own), localmem);
+		sz = own;
+	}
 	if (ample)
 		snprintf(r->name, sizeof(r->name), "ample");
 	else
@@ -301,17 +324,19 @@ static int sweep_add_run(struct sweep *s, uint64_t localmem, const char *policy,
 	return 0;
 }
 
-/* Halvings of the ample run's peak, rounded up to a page, down to record's least -L. */
+/* Halvings of the ample run's peak, rounded up to two significant digits, down to record's least
+ * -L. */
 static int sweep_add_auto_runs(struct sweep *s, uint64_t peak)
 {
 	int err = 0;
+	char sz[32];
 
 	for (size_t p = 0; p < s->npolicies && !err; p++)
 		for (int k = 1; k <= SWEEP_AUTO_STEPS && !err; k++) {
-			uint64_t size = ((peak >> k) + SWEEP_PAGE - 1) & ~(SWEEP_PAGE - 1);
-			if (size < SWEEP_MIN_LOCAL)
+			if ((peak >> k) < SWEEP_MIN_LOCAL)
 				break;
-			err = sweep_add_run(s, size, s->policies[p], false);
+			err = sweep_add_run(s, sweep_round_size(peak >> k, sz, sizeof(sz)), s->policies[p],
+					    false, sz);
 		}
 	return err;
 }
@@ -659,7 +684,7 @@ static int sweep_plan_given(struct sweep *s, const struct sweep_opts *o)
 {
 	for (size_t p = 0; p < s->npolicies; p++)
 		for (size_t i = 0; i < o->nsizes; i++)
-			if (sweep_add_run(s, o->sizes[i], s->policies[p], false))
+			if (sweep_add_run(s, o->sizes[i], s->policies[p], false, NULL))
 				return cli_error(CLI_EXIT_USAGE, "-o", "the output directory's path is too "
 						 "long; give a shorter -o DIR");
 	return 0;
@@ -670,7 +695,7 @@ static int sweep_run_auto(struct sweep *s, const struct sweep_opts *o, const str
 {
 	int err;
 
-	if (sweep_add_run(s, s->maxmem, s->policies[0], true))
+	if (sweep_add_run(s, s->maxmem, s->policies[0], true, NULL))
 		return cli_error(CLI_EXIT_USAGE, "-o", "the output directory's path is too long; give "
 				 "a shorter -o DIR");
 	if ((err = sweep_run_from(s, o, 0, in)))
@@ -683,11 +708,28 @@ static int sweep_run_auto(struct sweep *s, const struct sweep_opts *o, const str
 	return sweep_run_from(s, o, 1, in);
 }
 
+/* The command, checked as record checks it, before any run starts or any directory is made: a
+ * misspelt command is one line and nothing on disk, not "run 1/5" and an empty run directory. */
+static int sweep_check_command(const struct sweep *s)
+{
+	static struct record_opts ro; /* large (paths): not on the stack */
+	int err;
+
+	memset(&ro, 0, sizeof(ro));
+	ro.cmd_argv = s->cmd_argv;
+	if ((err = record_resolve_command(&ro)))
+		return err;
+	return record_check_program(ro.cmd_path);
+}
+
 static int sweep_prepare(struct sweep *s, struct sweep_opts *o)
 {
 	/* Whole MB: record's upper bound for -M. */
 	uint64_t total = record_memtotal() & ~((1ull << 20) - 1);
 	int err;
+
+	if ((err = sweep_check_command(s)))
+		return err;
 
 	if (!o->maxmem)
 		o->maxmem = total;

@@ -17,6 +17,9 @@
 #include "cli.h"
 
 #define VIS_MAX_WIDTH 100000u
+/* Flamegraph levels in view: the index page's first screen (1400x1000) holds the summary, the top
+ * callsites and a flamegraph of this many levels, its widest frames at the bottom included. */
+#define VIS_FOLD 16u
 
 /* The options, parsed once: how to draw, and where the pictures go. */
 struct vis_env {
@@ -25,7 +28,7 @@ struct vis_env {
 };
 
 enum { OPT_TITLE = 256, OPT_WIDTH, OPT_MINWIDTH, OPT_INVERTED, OPT_KIND, OPT_PID, OPT_NAMES,
-       OPT_DIFF };
+       OPT_DIFF, OPT_MERGE, OPT_FOLD };
 
 static const struct option vis_longopts[] = {
 	{ "input", required_argument, NULL, 'i' },
@@ -38,6 +41,8 @@ static const struct option vis_longopts[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "names", required_argument, NULL, OPT_NAMES },
 	{ "diff", required_argument, NULL, OPT_DIFF },
+	{ "merge", no_argument, NULL, OPT_MERGE },
+	{ "fold", required_argument, NULL, OPT_FOLD },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -46,7 +51,8 @@ static const char vis_usage[] =
 "usage: fltrace visualize [-i <dir>] [-o <dir>] [options]\n"
 "\n"
 "Draws the traces of a directory (fltrace-data-trace-<pid>-<n>.bin, as written by\n"
-"'fltrace record'). For every process it writes:\n";
+"'fltrace record'): fltrace-data-index.html lists the processes, most faults first, and\n"
+"links each one's pages. For every process (or, with --merge, once for all) it writes:\n";
 
 static const char vis_usage_rest[] =
 "Frames are named 'func (file:line)'; a leaf ends in [r], [w] or [p] (read, write,\n"
@@ -59,10 +65,14 @@ static const char vis_usage_rest[] =
 "      --title <text>    title of the flamegraphs (default: the command and pid)\n"
 "      --width <px>      width of the pictures (default 1200)\n"
 "      --minwidth <px>   leave out flamegraph frames narrower than this (default 0.1)\n"
+"      --fold <levels>   flamegraph levels in view (default 16; 0: all): a deeper stack is\n"
+"                        folded out of view until a click on one of its frames brings it in\n"
 "      --inverted        icicle layout: callers at the top, growing down\n"
 "      --kind <list>     only faults of these kinds, comma-separated: zero, refetch, file,\n"
 "                        wp, syscall (taken inside a system call)\n"
 "      --pid <pid>       only this process (default: every process of the directory)\n"
+"      --merge           one set of pictures for all processes together, files named\n"
+"                        fltrace-data-<picture>-all.<ext>, instead of one set per process\n"
 "      --names <style>   frame names: func ('func (file:line)', default) or lib\n"
 "                        ('lib|file:line', as the earlier tool wrote them)\n"
 "      --diff <A> <B>    a differential flamegraph of two recordings instead,\n"
@@ -118,7 +128,8 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 	uint64_t v;
 	int c, err;
 
-	*env = (struct vis_env){ .o = { .indir = ".", .width = 1200, .minwidth = 0.1 } };
+	*env = (struct vis_env){ .o = { .indir = ".", .width = 1200, .minwidth = 0.1,
+					.fold = VIS_FOLD } };
 	optind = 0; /* glibc: full re-initialisation */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":i:o:h", vis_longopts, NULL)) != -1) {
@@ -169,6 +180,17 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 		case OPT_DIFF:
 			env->o.diff_a = optarg;
 			break;
+		case OPT_MERGE:
+			env->o.merge = true;
+			break;
+		case OPT_FOLD:
+			err = parse_u64(optarg, 0, 10000, &v);
+			if (err)
+				return cli_error(CLI_EXIT_USAGE, "visualize", "--fold %s: %s; give the "
+						 "flamegraph levels to show, e.g. --fold 30 (0 shows all)",
+						 optarg, parse_strerror(err));
+			env->o.fold = (unsigned)v;
+			break;
 		case 'h':
 			vis_help();
 			return -1;
@@ -189,6 +211,9 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 	if (optind < argc)
 		return cli_error(CLI_EXIT_USAGE, "visualize", "%s: unexpected argument; give the "
 				 "trace directory with -i <dir>", argv[optind]);
+	if (env->o.merge && (env->o.has_pid || env->o.diff_a))
+		return cli_error(CLI_EXIT_USAGE, "visualize", "--merge draws all processes together; "
+				 "leave out %s", env->o.has_pid ? "--pid" : "--diff");
 	if (!env->outdir)
 		env->outdir = env->o.indir;
 	else if ((err = cli_mkdir_p(env->outdir)) < 0)
@@ -238,10 +263,10 @@ static int vis_write(const struct vis_env *env, const struct picture_proc *vp)
 	for (size_t i = 0; i < n; i++) {
 		if (w[i].cmd != WR_VISUALIZE || !w[i].draw)
 			continue;
-		char pid[16], name[256];
-		snprintf(pid, sizeof(pid), "%u", vp->pid);
+		char sfx[16], name[256];
 		snprintf(path, sizeof(path), "%s/%s", env->outdir,
-			 report_writer_file(&w[i], pid, name, sizeof(name)));
+			 report_writer_file(&w[i], picture_proc_suffix(vp, sfx, sizeof(sfx)), name,
+					    sizeof(name)));
 		int rc = vis_draw(path, w[i].draw, &v);
 		if (rc)
 			return rc;
@@ -280,29 +305,91 @@ static int vis_diff(const struct vis_env *env)
 	return rc;
 }
 
-/* One pid: entries [first, last) of the trace list, loaded and drawn. */
-static int vis_process(const struct vis_env *env, const struct trace_list *l, size_t first, size_t last)
+/* The processes of the recording, one line each. */
+struct vis_procs {
+	struct svg_index_proc *v;
+	size_t n;
+};
+
+static void vis_procs_free(struct vis_procs *ps)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		free(ps->v[i].cmdline);
+	free(ps->v);
+}
+
+/* Each pid's traces of the list (or --pid's), loaded into vp (every one into one vp when merged;
+ * drawn after each pid otherwise); ps gets their lines. */
+static int vis_load_all(const struct vis_env *env, const struct trace_list *l, struct vis_procs *ps)
 {
 	struct picture_proc vp;
 	char err[512] = "";
-	int rc = picture_proc_init(&vp, &env->o, l->v[first].pid);
+	int rc = 0;
+	bool merged = env->o.merge;
 
-	if (rc)
-		snprintf(err, sizeof(err), "out of memory; draw one process at a time (--pid)");
-	else
-		rc = picture_proc_load(&vp, l, first, last, err, sizeof(err));
-	if (rc)
-		rc = cli_error(CLI_EXIT_FAIL, "visualize", "%s", err[0] ? err : strerror(-rc));
-	else
-		rc = vis_write(env, &vp) ? CLI_EXIT_FAIL : 0;
-	picture_proc_free(&vp);
+	if (!(ps->v = calloc(l->n, sizeof(*ps->v))))
+		return cli_error(CLI_EXIT_FAIL, "visualize", "out of memory");
+	if (merged) {
+		if ((rc = picture_proc_init(&vp, &env->o, 0)))
+			return cli_error(CLI_EXIT_FAIL, "visualize", "out of memory");
+		vp.merged = true;
+	}
+	for (size_t i = 0, j; i < l->n && !rc; i = j) {
+		for (j = i; j < l->n && l->v[j].pid == l->v[i].pid; j++)
+			;
+		if (env->o.has_pid && l->v[i].pid != env->o.pid)
+			continue;
+		if (!merged && picture_proc_init(&vp, &env->o, l->v[i].pid)) {
+			rc = cli_error(CLI_EXIT_FAIL, "visualize", "out of memory; draw one process at "
+				       "a time (--pid)");
+			break;
+		}
+		rc = picture_proc_load(&vp, l, i, j, &ps->v[ps->n], err, sizeof(err));
+		if (rc)
+			rc = cli_error(CLI_EXIT_FAIL, "visualize", "%s", err[0] ? err : strerror(-rc));
+		else
+			ps->n++;
+		if (!rc && !merged)
+			rc = vis_write(env, &vp) ? CLI_EXIT_FAIL : 0;
+		if (!merged)
+			picture_proc_free(&vp);
+	}
+	if (merged) {
+		if (!rc)
+			rc = vis_write(env, &vp) ? CLI_EXIT_FAIL : 0;
+		picture_proc_free(&vp);
+	}
 	return rc;
+}
+
+/* fltrace-data-index.html: the processes, most faults first, linked to their pages. */
+static int vis_write_processes(const struct vis_env *env, struct vis_procs *ps)
+{
+	char path[4096];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/fltrace-data-index.html", env->outdir);
+	if (!(f = fopen(path, "w")))
+		return cli_error(CLI_EXIT_FAIL, "visualize", "cannot write %s: %s; check that -o names "
+				 "a writable directory", path, strerror(errno));
+	rc = picture_draw_processes(f, ps->v, ps->n, env->o.merge);
+	if (fclose(f) && !rc)
+		rc = -EIO;
+	if (rc) {
+		unlink(path);
+		return cli_error(CLI_EXIT_FAIL, "visualize", "writing %s failed: %s; free some space or "
+				 "write elsewhere with -o", path, strerror(-rc));
+	}
+	printf("%s\n", path);
+	return 0;
 }
 
 int cmd_visualize(int argc, char **argv)
 {
 	struct vis_env env;
 	struct trace_list l = { 0 };
+	struct vis_procs procs = { 0 };
 	int rc = vis_parse(argc, argv, &env), drawn = 0;
 
 	if (rc)
@@ -320,21 +407,15 @@ int cmd_visualize(int argc, char **argv)
 			       env.o.indir);
 		goto out;
 	}
-	for (size_t i = 0; i < l.n;) {
-		size_t j = i;
-		while (j < l.n && l.v[j].pid == l.v[i].pid)
-			j++;
-		if (!env.o.has_pid || l.v[i].pid == env.o.pid) {
-			if ((rc = vis_process(&env, &l, i, j)))
-				goto out;
-			drawn++;
-		}
-		i = j;
-	}
+	rc = vis_load_all(&env, &l, &procs);
+	drawn = (int)procs.n;
+	if (!rc && drawn)
+		rc = vis_write_processes(&env, &procs);
 	if (env.o.has_pid && !drawn)
 		rc = cli_error(CLI_EXIT_FAIL, "visualize", "no trace of pid %u in %s; run without --pid "
 			       "to draw every process there", env.o.pid, env.o.indir);
 out:
+	vis_procs_free(&procs);
 	trace_list_free(&l);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include "record.h"
 
 #define RUN_DATA_PREFIX "fltrace-data-"
+#define RUN_OLD_DIR "fltrace-data.old" /* the earlier recording: one generation is kept */
 #define RUN_MB (1024.0 * 1024.0)
 
 int record_prepare_outdir(struct record_opts *o)
@@ -58,12 +59,43 @@ static int run_earlier_file(const char *path)
 	return outfile_check(path);
 }
 
+/* Removes the fltrace-data-* files of directory dfd; how many, or -errno (err says which). */
+static int run_remove_data(int dfd, char *err, size_t errlen)
+{
+	DIR *d = fdopendir(dup(dfd));
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while (n >= 0 && (de = readdir(d))) {
+		struct stat st;
+		/* A link is removed itself, never followed; a directory is not ours to remove. */
+		if (!run_has_prefix(de->d_name, RUN_DATA_PREFIX) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || S_ISDIR(st.st_mode))
+			continue;
+		if (unlinkat(dirfd(d), de->d_name, 0) == 0) {
+			n++;
+		} else {
+			n = -errno;
+			snprintf(err, errlen, "%s", de->d_name);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* An earlier recording in the output directory is kept one generation, as perf keeps
+ * perf.data.old: its fltrace-data-* files move into fltrace-data.old/ (whose own fltrace-data-*
+ * files, the generation before, are removed first), so a new run never mixes with it and never
+ * loses it. */
 int record_clean_outdir(const struct record_opts *o)
 {
 	DIR *d = opendir(o->outdir);
 	struct dirent *de;
-	unsigned removed = 0;
-	int err = 0;
+	unsigned moved = 0;
+	int err = 0, old = -1, dropped = 0;
+	char which[256] = "";
 
 	if (!d)
 		return cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot list the output directory (%s); "
@@ -76,20 +108,42 @@ int record_clean_outdir(const struct record_opts *o)
 		int why = run_earlier_file(path);
 		if (why > 0)
 			continue;
-		if (why < 0)
+		if (why < 0) {
 			err = cli_error(CLI_EXIT_NOTRACE, path, "%s; remove it (someone else may have put "
 					"it there) or give another -o DIR", outfile_strerror(why));
-		else if (unlinkat(dirfd(d), de->d_name, 0) == 0)
-			removed++;
+			break;
+		}
+		if (old < 0) {
+			if (mkdirat(dirfd(d), RUN_OLD_DIR, 0700) && errno != EEXIST) {
+				err = cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot make %s for the earlier "
+						"recording (%s); move it away by hand or give another -o DIR",
+						RUN_OLD_DIR, strerror(errno));
+				break;
+			}
+			old = openat(dirfd(d), RUN_OLD_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			dropped = old < 0 ? -errno : run_remove_data(old, which, sizeof(which));
+			if (dropped < 0) {
+				err = cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot clear %s/%s for the "
+						"earlier recording (%s%s%s); remove it by hand or give another "
+						"-o DIR", RUN_OLD_DIR, which, strerror(-dropped),
+						which[0] ? ": " : "", which);
+				break;
+			}
+		}
+		if (renameat(dirfd(d), de->d_name, old, de->d_name) == 0)
+			moved++;
 		else
-			err = cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot remove %s of an earlier "
-					"recording (%s); remove it by hand or give another -o DIR",
-					de->d_name, strerror(errno));
+			err = cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot move %s of an earlier "
+					"recording into %s (%s); move it by hand or give another -o DIR",
+					de->d_name, RUN_OLD_DIR, strerror(errno));
 	}
 	closedir(d);
-	if (removed)
-		cli_note("record: removed %u " RUN_DATA_PREFIX "* file%s of an earlier recording "
-			 "from %s", removed, removed == 1 ? "" : "s", o->outdir);
+	if (old >= 0)
+		close(old);
+	if (moved)
+		cli_note("record: moved the earlier recording (%u " RUN_DATA_PREFIX "* file%s) to "
+			 "%s/" RUN_OLD_DIR "%s", moved, moved == 1 ? "" : "s", o->outdir,
+			 dropped ? ", replacing the one before it" : "");
 	return err;
 }
 

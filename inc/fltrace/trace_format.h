@@ -169,9 +169,13 @@ enum ft_alloc_kind {
 	FT_ALLOC_MREMAP = 2, /* the new range of an mremap the program made */
 };
 #define FT_ALLOC_SAMPLED 0x1u /* ft_alloc.flags: a small allocation recorded by sampling */
+#define FT_ALLOC_PAGE 0x2u    /* ft_alloc.flags: the first small allocation placed on a page of
+                                 the heap since the process started: its site stands for the
+                                 page's faults while no live recorded allocation holds it */
 
 /* Allocations the program makes: every mmap/mremap of tracked memory, every malloc-family
- * allocation of at least FT_ALLOC_BIG bytes, and small ones sampled by bytes allocated. Records are
+ * allocation of at least FT_ALLOC_BIG bytes, small ones sampled by bytes allocated, and the first
+ * small one on each page of the heap. Records are
  * written in the order the program made the calls, so file order is the order of events. */
 #define FT_ALLOC_BIG (64u << 10)
 struct ft_alloc {
@@ -181,7 +185,7 @@ struct ft_alloc {
 	uint32_t tid;
 	uint32_t stack_id;    /* FT_NO_STACK if none */
 	uint8_t kind;         /* enum ft_alloc_kind */
-	uint8_t flags;        /* FT_ALLOC_SAMPLED */
+	uint8_t flags;        /* FT_ALLOC_SAMPLED, FT_ALLOC_PAGE */
 	uint8_t pad[6];
 };
 

@@ -234,6 +234,7 @@ static struct agg_row *agg_get(struct agg_table *t, const void *key, size_t len,
 		return NULL;
 	}
 	memcpy(t->slot[j].key, key, len);
+	t->slot[j].row->caller = -1;
 	t->slot[j].keylen = len;
 	t->slot[j].hash = h;
 	t->n++;
@@ -397,6 +398,45 @@ static size_t agg_key_str(char *buf, size_t pos, size_t cap, const char *s)
 	return pos + l;
 }
 
+/* The symbolizer id of a row's own frame of the program, or -1 (no stack, unsymbolized). */
+static int64_t agg_row_caller_id(const struct agg_row *r, const struct symbolizer *s)
+{
+	if (r->caller >= 0)
+		return r->caller;
+	if (!r->depth || !r->frames)
+		return -1;
+	return r->frames[caller_index(s, r->frames, r->depth)];
+}
+
+const struct sym_frame *agg_row_caller(const struct agg_row *r, const struct symbolizer *s)
+{
+	int64_t id = agg_row_caller_id(r, s);
+
+	return id >= 0 ? sym_frame(s, id) : NULL;
+}
+
+/* The key of one frame for the line, function and caller views. */
+static size_t agg_key_frame(char *key, size_t pos, size_t cap, const struct sym_frame *f,
+			    uint64_t ip, bool by_line)
+{
+	char tmp[64];
+
+	if (!f || !f->resolved) {
+		/* Unknown lines do not merge with each other: keep the address. */
+		snprintf(tmp, sizeof(tmp), "%llx", (unsigned long long)ip);
+		pos = agg_key_str(key, pos, cap, f ? f->lib : "??");
+		return agg_key_str(key, pos, cap, tmp);
+	}
+	pos = agg_key_str(key, pos, cap, f->lib);
+	if (by_line && !f->locs[0].line) {
+		/* No line known (no debug info, or only the object file's name: "x.o:?"): group by
+		 * function, not into one ??:? row. */
+		pos = agg_key_str(key, pos, cap, "\x01function");
+		return agg_key_str(key, pos, cap, f->func);
+	}
+	return agg_key_str(key, pos, cap, by_line ? f->code : f->locs[0].func);
+}
+
 int agg_regroup(struct agg_table *dst, struct agg_table *src, enum agg_by by,
 		const struct symbolizer *s)
 {
@@ -415,7 +455,7 @@ int agg_regroup(struct agg_table *dst, struct agg_table *src, enum agg_by by,
 		struct agg_key_tail tail;
 		struct agg_row *d;
 		size_t pos = 0, need;
-		uint32_t depth;
+		uint32_t depth, leaf_at = 0;
 		bool created;
 
 		if (!r)
@@ -456,22 +496,19 @@ int agg_regroup(struct agg_table *dst, struct agg_table *src, enum agg_by by,
 			}
 		} else {
 			const struct sym_frame *f = r->frames ? sym_frame(s, r->frames[0]) : NULL;
-			char tmp[64];
-			if (!f || !f->resolved) {
-				/* Unknown lines do not merge with each other: keep the address. */
-				snprintf(tmp, sizeof(tmp), "%llx", (unsigned long long)r->ips[0]);
-				pos = agg_key_str(key, pos, cap, f ? f->lib : "??");
-				pos = agg_key_str(key, pos, cap, tmp);
-			} else if (by == AGG_BY_LINE && !strcmp(f->locs[0].file, "??")) {
-				/* No line known (no debug info): group by function, not into one
-				 * ??:? row. */
-				pos = agg_key_str(key, pos, cap, f->lib);
-				pos = agg_key_str(key, pos, cap, "\x01function");
-				pos = agg_key_str(key, pos, cap, f->func);
-			} else {
-				pos = agg_key_str(key, pos, cap, f->lib);
-				pos = agg_key_str(key, pos, cap,
-						  by == AGG_BY_LINE ? f->code : f->locs[0].func);
+			uint64_t ip = r->ips[0];
+			if (by == AGG_BY_CALLER && r->frames) {
+				/* The row stands for the program's frame: it is the one it keeps. */
+				uint32_t k = caller_index(s, r->frames, r->depth);
+				f = sym_frame(s, r->frames[k]);
+				ip = r->ips[k];
+				leaf_at = k;
+			}
+			pos = agg_key_frame(key, pos, cap, f, ip, by != AGG_BY_FUNCTION);
+			if (by == AGG_BY_LINE_CALLER) {
+				int64_t c = agg_row_caller_id(r, s);
+				pos = agg_key_frame(key, pos, cap, c >= 0 ? sym_frame(s, c) : NULL,
+						    r->ips[0], true);
 			}
 		}
 		d = agg_get(dst, key, pos, &created);
@@ -489,6 +526,7 @@ int agg_regroup(struct agg_table *dst, struct agg_table *src, enum agg_by by,
 			d->gen = r->gen;
 			d->off_lo = UINT64_MAX;
 			d->depth = depth;
+			d->caller = agg_row_caller_id(r, s);
 			if (depth) {
 				uint64_t *ips = malloc(depth * sizeof(*ips));
 				d->frames = malloc(depth * sizeof(*d->frames));
@@ -497,9 +535,9 @@ int agg_regroup(struct agg_table *dst, struct agg_table *src, enum agg_by by,
 					ret = -ENOMEM;
 					break;
 				}
-				memcpy(ips, r->ips, depth * sizeof(*ips));
+				memcpy(ips, r->ips + leaf_at, depth * sizeof(*ips));
 				for (uint32_t k = 0; k < depth; k++)
-					d->frames[k] = r->frames ? r->frames[k] : -1;
+					d->frames[k] = r->frames ? r->frames[leaf_at + k] : -1;
 				d->ips = ips;
 			}
 		}

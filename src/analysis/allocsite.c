@@ -31,7 +31,25 @@ struct as_hit {
 	uint8_t origin;
 };
 
+/* A heap page's first recorded allocation (FT_ALLOC_PAGE): its site holds the page's faults while
+ * no live recorded allocation does. Open addressing on the page number; 0 = free slot. */
+struct as_claim {
+	uint64_t page1;  /* page number + 1 */
+	uint32_t site;
+};
+
+struct as_claims {
+	struct as_claim *v;
+	size_t n, cap;
+};
+
 struct allocsites {
+	struct as_claims claims;  /* the latest claim of each page, in trace order */
+	/* Faults on no recorded allocation, held until their thread's next allocation record: the
+	 * allocator touches memory before it returns it (calloc zeroes, realloc copies), so such a
+	 * fault comes just before the record of the allocation it belongs to. */
+	struct ft_fault *pending;
+	size_t npending, cappending;
 	struct as_site *sites; /* [0]: no recorded allocation, [1]: allocations without a stack */
 	size_t nsites, capsites;
 	struct as_stack {
@@ -44,6 +62,53 @@ struct allocsites {
 	size_t nhits, caphits;
 	uint64_t total, attributed;
 };
+
+static size_t as_claim_slot(const struct as_claim *v, size_t cap, uint64_t page1)
+{
+	size_t j = (page1 * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
+
+	while (v[j].page1 && v[j].page1 != page1)
+		j = (j + 1) & (cap - 1);
+	return j;
+}
+
+/* Sets the page's claim. */
+static int as_claim(struct as_claims *c, uint64_t page, uint32_t site)
+{
+	if ((c->n + 1) * 2 > c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 4096;
+		struct as_claim *n = calloc(cap, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		for (size_t i = 0; i < c->cap; i++)
+			if (c->v[i].page1)
+				n[as_claim_slot(n, cap, c->v[i].page1)] = c->v[i];
+		free(c->v);
+		c->v = n;
+		c->cap = cap;
+	}
+	size_t j = as_claim_slot(c->v, c->cap, page + 1);
+	if (!c->v[j].page1)
+		c->n++;
+	c->v[j] = (struct as_claim){ page + 1, site };
+	return 0;
+}
+
+/* The page's claim, or false. */
+static bool as_claimed(const struct as_claims *c, uint64_t page, uint32_t *site)
+{
+	if (!c->cap)
+		return false;
+	const struct as_claim *e = &c->v[as_claim_slot(c->v, c->cap, page + 1)];
+	*site = e->site;
+	return e->page1 != 0;
+}
+
+static void as_claims_free(struct as_claims *c)
+{
+	free(c->v);
+	*c = (struct as_claims){ 0 };
+}
 
 static int as_grow(void **v, size_t *cap, size_t need, size_t size)
 {
@@ -106,22 +171,39 @@ void allocsites_free(struct allocsites *a)
 	free(a->stacks);
 	tdestroy(a->live, live_free);
 	free(a->hits);
+	as_claims_free(&a->claims);
+	free(a->pending);
 	free(a);
 }
 
 /* The site of an allocation stack of the current trace. */
-static int as_site_of(struct allocsites *a, const struct ft_alloc *al)
+static int as_site_of_stack(struct allocsites *a, uint32_t stack_id, uint64_t time_ns, uint8_t kind)
 {
-	if (al->stack_id == FT_NO_STACK || al->stack_id >= a->cap_stack || !a->stacks[al->stack_id].st)
+	if (stack_id == FT_NO_STACK || stack_id >= a->cap_stack || !a->stacks[stack_id].st)
 		return 1;
-	struct as_stack *e = &a->stacks[al->stack_id];
+	struct as_stack *e = &a->stacks[stack_id];
 	if (e->site1)
 		return (int)e->site1 - 1;
-	int s = as_new_site(a, e->st->ips, e->st->depth, al->time_ns, al->kind);
+	int s = as_new_site(a, e->st->ips, e->st->depth, time_ns, kind);
 	if (s >= 0)
-		a->stacks[al->stack_id].site1 = (uint32_t)s + 1; /* sites may have moved, stacks not */
+		a->stacks[stack_id].site1 = (uint32_t)s + 1; /* sites may have moved, stacks not */
 	return s;
 }
+
+static int as_site_of(struct allocsites *a, const struct ft_alloc *al)
+{
+	return as_site_of_stack(a, al->stack_id, al->time_ns, al->kind);
+}
+
+/* A stack record, kept by id. */
+static int as_stack_add(struct allocsites *a, const struct ft_stack *st)
+{
+	if (as_grow((void **)&a->stacks, &a->cap_stack, (size_t)st->id + 1, sizeof(*a->stacks)))
+		return -ENOMEM;
+	a->stacks[st->id] = (struct as_stack){ st, 0 };
+	return 0;
+}
+
 
 /* Forgets every live range overlapping [start, end), keeping the parts outside it. */
 static int live_cut(struct allocsites *a, uint64_t start, uint64_t end)
@@ -147,7 +229,7 @@ static int live_cut(struct allocsites *a, uint64_t start, uint64_t end)
 	return 0;
 }
 
-static int as_alloc(struct allocsites *a, const struct ft_alloc *al)
+static int as_alloc(struct allocsites *a, const struct ft_alloc *al, uint64_t page_size)
 {
 	int site = as_site_of(a, al);
 	if (site < 0)
@@ -156,6 +238,10 @@ static int as_alloc(struct allocsites *a, const struct ft_alloc *al)
 	a->sites[site].bytes += al->size;
 	if (!al->size)
 		return 0;
+	if (al->flags & FT_ALLOC_PAGE)
+		for (uint64_t pg = al->addr / page_size; pg <= (al->addr + al->size - 1) / page_size; pg++)
+			if (as_claim(&a->claims, pg, (uint32_t)site))
+				return -ENOMEM;
 	/* A newer allocation over an older one means the older one's end was not recorded. */
 	if (live_cut(a, al->addr, al->addr + al->size))
 		return -ENOMEM;
@@ -184,18 +270,19 @@ static int as_free(struct allocsites *a, const struct ft_free *fr)
 	return 0;
 }
 
-int allocsites_record(struct allocsites *a, const struct ft_rec_hdr *h)
+static int as_pending_settle(struct allocsites *a, const struct ft_file_header *hdr, uint32_t tid);
+
+int allocsites_record(struct allocsites *a, const struct ft_file_header *hdr,
+		      const struct ft_rec_hdr *h)
 {
 	switch (h->type) {
-	case FT_REC_STACK: {
-		const struct ft_stack *st = (const void *)h;
-		if (as_grow((void **)&a->stacks, &a->cap_stack, (size_t)st->id + 1, sizeof(*a->stacks)))
-			return -ENOMEM;
-		a->stacks[st->id] = (struct as_stack){ st, 0 };
-		return 0;
+	case FT_REC_STACK:
+		return as_stack_add(a, (const void *)h);
+	case FT_REC_ALLOC: {
+		const struct ft_alloc *al = (const void *)h;
+		int ret = as_alloc(a, al, hdr->page_size ? hdr->page_size : 4096);
+		return ret || !a->npending ? ret : as_pending_settle(a, hdr, al->tid);
 	}
-	case FT_REC_ALLOC:
-		return as_alloc(a, (const void *)h);
 	case FT_REC_FREE:
 		return as_free(a, (const void *)h);
 	}
@@ -231,12 +318,23 @@ static struct as_hit *as_hit_slot(struct allocsites *a, uint64_t key)
 	return &a->hits[j];
 }
 
-int allocsites_fault(struct allocsites *a, const struct ft_file_header *hdr, const struct ft_fault *f)
+/* The site of the memory a fault hit now: a live recorded allocation, else the page's claim. */
+static uint32_t as_site_at(struct allocsites *a, const struct ft_file_header *hdr,
+			   const struct ft_fault *f)
 {
 	uint64_t ps = hdr->page_size ? hdr->page_size : 4096;
 	struct as_live key = { f->addr, f->addr + (uint64_t)(f->pages ? f->pages : 1) * ps, 0 };
 	void **found = tfind(&key, &a->live, live_cmp);
-	uint32_t site = found ? (*(struct as_live **)found)->site : 0;
+	uint32_t site = 0;
+
+	if (found)
+		return (*(struct as_live **)found)->site;
+	as_claimed(&a->claims, f->addr / ps, &site);
+	return site;
+}
+
+static int as_account(struct allocsites *a, const struct ft_fault *f, uint32_t site)
+{
 	struct as_site *s = &a->sites[site];
 	uint64_t n = f->pages ? f->pages : 1;
 	s->faults += n;
@@ -260,6 +358,36 @@ int allocsites_fault(struct allocsites *a, const struct ft_file_header *hdr, con
 	hit->count += n;
 	hit->origin = f->origin;
 	return 0;
+}
+
+int allocsites_fault(struct allocsites *a, const struct ft_file_header *hdr, const struct ft_fault *f)
+{
+	uint32_t site = as_site_at(a, hdr, f);
+
+	if (site)
+		return as_account(a, f, site);
+	if (as_grow((void **)&a->pending, &a->cappending, a->npending + 1, sizeof(*a->pending)))
+		return -ENOMEM;
+	a->pending[a->npending++] = *f;
+	return 0;
+}
+
+/* The held faults of a thread (tid 0: of every thread) are matched again, now that it made an
+ * allocation (or the trace ended), and accounted. */
+static int as_pending_settle(struct allocsites *a, const struct ft_file_header *hdr, uint32_t tid)
+{
+	size_t keep = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < a->npending; i++) {
+		const struct ft_fault *f = &a->pending[i];
+		if (tid && f->tid != tid)
+			a->pending[keep++] = *f;
+		else if (!ret)
+			ret = as_account(a, f, as_site_at(a, hdr, f));
+	}
+	a->npending = keep;
+	return ret;
 }
 
 /* The trace is about to be closed: its stacks go, the hits keep the frames they need. */
@@ -291,8 +419,13 @@ static int as_hit_frames(struct allocsites *a, struct symbolizer *sym, const str
 	return 0;
 }
 
-int allocsites_symbolize(struct allocsites *a, struct symbolizer *sym, const struct maps_history *m)
+int allocsites_symbolize(struct allocsites *a, const struct ft_file_header *hdr,
+			 struct symbolizer *sym, const struct maps_history *m)
 {
+	int ret = as_pending_settle(a, hdr, 0);
+
+	if (ret)
+		return ret;
 	for (size_t i = 2; i < a->nsites; i++) {
 		struct as_site *s = &a->sites[i];
 		if (s->frames || !s->depth)
@@ -319,6 +452,10 @@ void allocsites_trace_done(struct allocsites *a)
 	free(a->hits);
 	a->hits = NULL;
 	a->nhits = a->caphits = 0;
+	as_claims_free(&a->claims);
+	free(a->pending);
+	a->pending = NULL;
+	a->npending = a->cappending = 0;
 }
 
 size_t allocsites_sites(const struct allocsites *a, const struct as_site **out)

@@ -7,7 +7,7 @@
 
 #include "analysis.h"
 
-#define AS_CALLSITE_FRAMES 8 /* frames of a faulting stack kept to find its first known line */
+#define AS_CALLSITE_FRAMES 16 /* frames of a faulting stack kept to find the program's own */
 
 /* The code that faulted on a site's objects: one faulting stack's first frames, symbolized. */
 struct as_call {
@@ -33,10 +33,12 @@ struct allocsites;
 struct allocsites *allocsites_new(void);
 void allocsites_free(struct allocsites *a);
 /* Feed a trace's records in file order: stacks, allocations and frees here, kept faults below. */
-int allocsites_record(struct allocsites *a, const struct ft_rec_hdr *h);
+int allocsites_record(struct allocsites *a, const struct ft_file_header *hdr,
+		      const struct ft_rec_hdr *h);
 int allocsites_fault(struct allocsites *a, const struct ft_file_header *hdr, const struct ft_fault *f);
 /* Before the trace is closed: register the frames of sites and faulting stacks. */
-int allocsites_symbolize(struct allocsites *a, struct symbolizer *sym, const struct maps_history *m);
+int allocsites_symbolize(struct allocsites *a, const struct ft_file_header *hdr,
+			 struct symbolizer *sym, const struct maps_history *m);
 void allocsites_trace_done(struct allocsites *a);
 size_t allocsites_sites(const struct allocsites *a, const struct as_site **out);
 uint64_t allocsites_total(const struct allocsites *a);
@@ -45,7 +47,7 @@ uint64_t allocsites_attributed(const struct allocsites *a);
 /* ---- a recording by allocation site (allocsite_report.c) ---- */
 struct as_row {
 	char *code, *funcs, *libs;   /* the allocation stack's frames, joined by "<//>" */
-	const char *where;           /* its first frame with a known source line, or the first */
+	const char *where;           /* its site: the program's frame that called the allocator */
 	const char *kind;            /* malloc | mmap | mremap | "" */
 	uint64_t objects, bytes, faults, zero, refetch, other;
 	struct as_row_call { const char *code; uint64_t count; } *calls; /* most faults first */
@@ -56,7 +58,9 @@ struct as_report {
 	size_t nrows;
 	uint64_t total, attributed;
 	uint64_t sampled_allocs, big_allocs, map_allocs; /* allocation records of each kind */
+	uint64_t page_allocs;        /* small ones recorded as the first on their page */
 	struct symbolizer *sym;
+	struct intern names;         /* the rows' site and faulting-line names */
 	struct maps_history **maps;
 	size_t nmaps;
 };

@@ -31,38 +31,79 @@ static char *as_join(const struct symbolizer *sym, const struct as_site *s, int 
 	return out;
 }
 
-static bool as_known(const struct sym_frame *f)
+/* A name kept as long as the report: interned in r->names. NULL when out of memory. */
+static const char *as_keep(struct as_report *r, const char *name)
 {
-	return f && strncmp(f->code, "??", 2) != 0;
+	int64_t id = intern_id(&r->names, name, NULL);
+
+	return id < 0 ? NULL : r->names.strs[id];
 }
 
-/* The C runtime, the C++ runtime and fltrace itself: their frames (memset, operator new, our
- * wrappers) say less about what the program was doing than the frame that called them. */
-static bool as_runtime_lib(const char *lib)
+/* A frame of an allocation stack: file:line, or the object and offset of the call. */
+static const char *as_frame_name(const struct sym_frame *f, char *buf, size_t len)
 {
-	static const char *const names[] = { "libc.so", "ld-linux", "libfltrace.so", "libpthread",
-					     "libm.so", "libdl.so", "libstdc++", "libgcc_s" };
-	const char *base = strrchr(lib, '/');
-	base = base ? base + 1 : lib;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strncmp(base, names[i], strlen(names[i])))
-			return true;
-	return false;
+	const char *lb = strrchr(f->lib, '/');
+
+	if (!f->resolved || f->locs[0].line)
+		return caller_name(f, buf, len);
+	snprintf(buf, len, "%s+0x%" PRIx64, lb ? lb + 1 : f->lib, f->obj_addr);
+	return buf;
 }
 
-/* The line a stack stands for: its first frame with a known source line outside the runtime
- * libraries (the program's line, not libc's memset), else the first known line, else frame 0. */
-static const char *as_first_known(const struct symbolizer *sym, const int64_t *frames, uint32_t n)
+/* The site of an allocation stack: its innermost frame outside the allocator and the C and C++
+ * runtimes (the program's call to malloc, never libc's start-up), file:line where known, else
+ * the object and offset of the call, followed by its caller's (" < "), since a stripped
+ * program's site is often its own malloc wrapper: two calls of it stay two sites. */
+static const char *as_site_name(struct as_report *r, const int64_t *frames, uint32_t n)
 {
-	for (uint32_t k = 0; k < n; k++) {
-		const struct sym_frame *f = sym_frame(sym, frames[k]);
-		if (as_known(f) && !as_runtime_lib(f->lib))
-			return f->code;
+	char buf[4200], up[2100];
+
+	if (!n)
+		return "??:?";
+	uint32_t k = caller_index(r->sym, frames, n);
+	const struct sym_frame *f = sym_frame(r->sym, frames[k]);
+	as_frame_name(f, buf, sizeof(buf));
+	if (f->resolved && !f->locs[0].line && k + 1 < n) {
+		uint32_t u = k + 1 + caller_index(r->sym, frames + k + 1, n - k - 1);
+		const struct sym_frame *uf = sym_frame(r->sym, frames[u]);
+		size_t l = strlen(buf);
+		if (!caller_is_runtime(uf->lib)) /* not libc's start-up calling main */
+			snprintf(buf + l, sizeof(buf) - l, " < %s", as_frame_name(uf, up, sizeof(up)));
 	}
-	for (uint32_t k = 0; k < n; k++)
-		if (as_known(sym_frame(sym, frames[k])))
-			return sym_frame(sym, frames[k])->code;
-	return n ? sym_frame(sym, frames[0])->code : "??:?";
+	return as_keep(r, buf);
+}
+
+/* The code that faulted on a site's memory: the program's own frame, as report --by caller. */
+static const char *as_call_name(struct as_report *r, const int64_t *frames, uint32_t n)
+{
+	char buf[4200];
+
+	if (!n)
+		return "??:?";
+	return as_keep(r, caller_name(sym_frame(r->sym, frames[caller_index(r->sym, frames, n)]),
+				      buf, sizeof(buf)));
+}
+
+/* Frames without a source line, by object offset: what tells two calls in one function apart
+ * where code says only ??:? (a row's key, not an output). */
+static char *as_offsets(const struct symbolizer *sym, const struct as_site *s)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&out, &len);
+
+	if (!m)
+		return NULL;
+	for (uint32_t k = 0; k < s->depth; k++) {
+		const struct sym_frame *f = sym_frame(sym, s->frames[k]);
+		if (!f->locs[0].line)
+			fprintf(m, "%u:%" PRIx64 ";", k, f->obj_addr);
+	}
+	if (fclose(m)) {
+		free(out);
+		return NULL;
+	}
+	return out;
 }
 
 static const char *as_kind_name(unsigned kind)
@@ -112,11 +153,11 @@ static int as_row_cmp(const void *a, const void *b)
  * as two processes or two call addresses of one line give, or a new one. Rows are numbered as
  * their keys are first interned, so a key's id is its row. */
 static struct as_row *as_row_for(struct as_report *r, struct intern *keys, char *code, char *funcs,
-				 char *libs)
+				 char *libs, const char *offsets)
 {
 	char *key = NULL;
 	bool fresh = false;
-	int64_t id = asprintf(&key, "%s\x1f%s\x1f%s", code, funcs, libs) < 0 ? -ENOMEM :
+	int64_t id = asprintf(&key, "%s\x1f%s\x1f%s\x1f%s", code, funcs, libs, offsets) < 0 ? -ENOMEM :
 		     intern_id(keys, key, &fresh);
 	free(key);
 	if (id < 0 || !fresh) {
@@ -154,7 +195,10 @@ static int as_rows_build(struct as_report *r, const struct allocsites *a)
 		char *code = named ? as_join(r->sym, s, 0) : strdup(i == 0 ? AS_NO_ALLOC : AS_NO_STACK);
 		char *funcs = named ? as_join(r->sym, s, 1) : strdup("");
 		char *libs = named ? as_join(r->sym, s, 2) : strdup("");
-		struct as_row *row = code && funcs && libs ? as_row_for(r, &keys, code, funcs, libs) : NULL;
+		char *offsets = named ? as_offsets(r->sym, s) : strdup("");
+		struct as_row *row = code && funcs && libs && offsets ?
+			as_row_for(r, &keys, code, funcs, libs, offsets) : NULL;
+		free(offsets);
 		if (!row) {
 			if (!(code && funcs && libs)) {
 				free(code);
@@ -164,7 +208,7 @@ static int as_rows_build(struct as_report *r, const struct allocsites *a)
 			ret = -ENOMEM;
 			break;
 		}
-		row->where = named ? as_first_known(r->sym, s->frames, s->depth) : row->code;
+		row->where = named ? as_site_name(r, s->frames, s->depth) : row->code;
 		row->kind = named ? as_kind_name(s->kind) : "";
 		row->objects += s->objects;
 		row->bytes += s->bytes;
@@ -172,9 +216,12 @@ static int as_rows_build(struct as_report *r, const struct allocsites *a)
 		row->zero += s->zero;
 		row->refetch += s->refetch;
 		row->other += s->other;
-		for (size_t c = 0; c < s->ncalls && !ret; c++)
-			ret = as_call_add(row, as_first_known(r->sym, s->calls[c].frames, s->calls[c].nframes),
-					  s->calls[c].count);
+		if (!row->where)
+			ret = -ENOMEM;
+		for (size_t c = 0; c < s->ncalls && !ret; c++) {
+			const char *at = as_call_name(r, s->calls[c].frames, s->calls[c].nframes);
+			ret = at ? as_call_add(row, at, s->calls[c].count) : -ENOMEM;
+		}
 		if (ret)
 			break;
 	}
@@ -227,17 +274,19 @@ static int as_load_trace(struct as_report *r, struct allocsites *a, const char *
 				r->map_allocs++;
 			else if (al->flags & FT_ALLOC_SAMPLED)
 				r->sampled_allocs++;
+			else if (al->flags & FT_ALLOC_PAGE)
+				r->page_allocs++;
 			else
 				r->big_allocs++;
-			ret = allocsites_record(a, h);
+			ret = allocsites_record(a, t->hdr, h);
 			break;
 		}
 		default:
-			ret = allocsites_record(a, h);
+			ret = allocsites_record(a, t->hdr, h);
 		}
 	}
 	if (!ret)
-		ret = allocsites_symbolize(a, r->sym, m);
+		ret = allocsites_symbolize(a, t->hdr, r->sym, m);
 	allocsites_trace_done(a);
 	if (t->warning[0])
 		fprintf(stderr, "fltrace: report: warning: %s: %s\n", path, t->warning);
@@ -304,6 +353,7 @@ void as_report_free(struct as_report *r)
 	}
 	free(r->rows);
 	sym_free(r->sym);
+	intern_free(&r->names);
 	for (size_t i = 0; i < r->nmaps; i++)
 		maps_free(r->maps[i]);
 	free(r->maps);
@@ -322,21 +372,29 @@ int as_report_foreach_stack(const struct as_report *r,
 		size_t depth = 1;
 		for (const char *p = w->code; (p = strstr(p, "<//>")); p += 4)
 			depth++;
-		char *copy = strdup(w->code);
+		char *copy = strdup(w->code), *fcopy = strdup(w->funcs);
 		const char **frames = calloc(depth + 1, sizeof(*frames));
-		if (!copy || !frames) {
+		if (!copy || !fcopy || !frames) {
 			free(copy);
+			free(fcopy);
 			free(frames);
 			return -ENOMEM;
 		}
 		size_t n = 0;
-		for (char *p = copy, *q; p; p = q) { /* innermost first in code: reverse */
+		/* Innermost first in code: reverse. A frame without a line is named by its function
+		 * (object+0xentry when only the unwind table knows it), not ??:?. */
+		for (char *p = copy, *q, *fp = fcopy, *fq; p && n < depth; p = q, fp = fq) {
 			q = strstr(p, "<//>");
+			fq = fp ? strstr(fp, "<//>") : NULL;
 			if (q) {
 				*q = '\0';
 				q += 4;
 			}
-			frames[depth - 1 - n++] = p;
+			if (fq) {
+				*fq = '\0';
+				fq += 4;
+			}
+			frames[depth - 1 - n++] = !strncmp(p, "??", 2) && fp && *fp ? fp : p;
 		}
 		int ret = 0;
 		uint64_t listed = 0;
@@ -348,6 +406,7 @@ int as_report_foreach_stack(const struct as_report *r,
 		if (!ret && w->faults > listed) /* faults without a stack: the site alone */
 			ret = cb(arg, frames, depth, w->faults - listed, w->zero * 2 > w->faults);
 		free(copy);
+		free(fcopy);
 		free(frames);
 		if (ret)
 			return ret;

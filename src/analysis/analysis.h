@@ -138,6 +138,17 @@ int sym_map_to_vaddr(const struct sym_segment *segs, size_t n, uint64_t map_star
 int sym_elf_info(const char *path, struct sym_segment **segs, size_t *nsegs, uint8_t *build_id,
 		 uint32_t *build_id_len);
 
+/* ---------------------------------------------------------------- the program's frame (caller.c)
+ * Reports stop at the first frame of the program's own code: below it, memset, operator new and
+ * jemalloc say less about what the program was doing than the line that called them. */
+/* Whether an object (a path) is the C library, the C++ runtime, libgcc, the loader or fltrace. */
+bool caller_is_runtime(const char *lib);
+/* The index of the innermost frame outside those (0 if every frame is theirs). */
+uint32_t caller_index(const struct symbolizer *s, const int64_t *frames, uint32_t n);
+/* Its name: the innermost file:line where known, else its function ("object+0xentry" when only
+ * the unwind table knows it, "func (object)" from a symbol table); buf holds it if needed. */
+const char *caller_name(const struct sym_frame *f, char *buf, size_t len);
+
 /* ---------------------------------------------------------------- aggregation (aggregate.c)
  * Faults streamed from a trace are folded into rows keyed by what the view needs; memory grows
  * with the distinct keys only. */
@@ -146,6 +157,8 @@ enum agg_by {
 	AGG_BY_LINE = 1,    /* innermost frame's file:line */
 	AGG_BY_FUNCTION = 2, /* innermost frame's function */
 	AGG_BY_ALLOC = 3,    /* the allocation site of the memory each fault hit (allocsite.h) */
+	AGG_BY_CALLER = 4,   /* the program's own frame (caller.c): file:line, or function */
+	AGG_BY_LINE_CALLER = 5, /* the innermost line and the program's frame that led to it */
 };
 
 /* Which faults to keep. Masks are bit sets of 1u << enum value. */
@@ -183,6 +196,8 @@ struct agg_row {
 	uint64_t lat_total_ns;
 	struct lat_hist *lat;
 	uint32_t pid, gen;       /* process of the row (first one when merged) */
+	int64_t caller;          /* regrouped rows: symbolizer id of the program's frame of the
+	                            biggest contributing stack; -1 (by-stack rows: from frames) */
 };
 
 struct agg_table;
@@ -200,14 +215,17 @@ int agg_regroup(struct agg_table *dst, struct agg_table *src, enum agg_by by,
 /* Rows sorted by count desc, then a total order on the key (deterministic). */
 size_t agg_rows(struct agg_table *t, struct agg_row ***rows);
 uint64_t agg_total(const struct agg_table *t);
+/* The program's own frame of a symbolized row (caller.c's rule), or NULL without a stack. */
+const struct sym_frame *agg_row_caller(const struct agg_row *r, const struct symbolizer *s);
 uint64_t lat_percentile(const struct lat_hist *h, double p);
 
 /* ---------------------------------------------------------------- process loading (load.c)
  * The usual pipeline for one traced process (one .bin): stream its faults through a filter into
  * a by-stack table and collect its maps history. visualize and report both start here. */
 struct an_process {
-	uint32_t pid, gen;
+	uint32_t pid, gen, ppid;
 	char *exe;
+	char *cmdline;            /* the command line, arguments joined by spaces (cut at 240 bytes) */
 	char *path;
 	uint64_t start_ns;
 	struct maps_history *maps;
@@ -222,6 +240,9 @@ typedef int (*an_fault_cb)(void *arg, const struct trace *t, const struct ft_fau
 int an_process_load(const char *path, const struct agg_filter *f, an_fault_cb cb, void *arg,
 		    struct an_process **out, char *err, size_t errlen);
 void an_process_free(struct an_process *p);
+/* A command line: arguments joined by spaces, cut at max bytes with "...", fallback if there are
+ * none; malloc'd. */
+char *an_join_args(const char *const *argv, size_t argc, const char *fallback, size_t max);
 
 /* ---------------------------------------------------------------- file view (fileview.c)
  * File-backed faults by file and page offset: which ranges of which file were read, how often,

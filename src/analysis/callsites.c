@@ -10,7 +10,7 @@
 #include "svg_common.h"
 
 struct callsites_hit {
-	char *key;      /* "func\0code\0lib\0" as one allocation */
+	char *key;      /* "func\0code\0lib\0caller\0" as one allocation */
 	size_t keylen;
 	size_t col;
 	uint64_t pages;
@@ -18,6 +18,7 @@ struct callsites_hit {
 
 struct callsites {
 	size_t ncols;
+	bool by_caller;
 	struct callsites_hit *hits;
 	size_t nhits, cap;
 	struct callsite *v;
@@ -31,6 +32,11 @@ struct callsites *callsites_new(size_t ncols)
 	if (c)
 		c->ncols = ncols ? ncols : 1;
 	return c;
+}
+
+void callsites_by_caller(struct callsites *c)
+{
+	c->by_caller = true;
 }
 
 void callsites_free(struct callsites *c)
@@ -48,27 +54,29 @@ void callsites_free(struct callsites *c)
 
 /* The name of a by-line row. An unknown line keeps its object and offset, which (unlike the
  * address) is the same in every run. */
-static int callsites_key(const struct agg_row *r, const struct symbolizer *s, char **key,
-			 size_t *len)
+static int callsites_key(const struct callsites *c, const struct agg_row *r,
+			 const struct symbolizer *s, char **key, size_t *len)
 {
 	const struct sym_frame *f = r->depth && r->frames ? sym_frame(s, r->frames[0]) : NULL;
-	const char *lib = f ? f->lib : "", *base = strrchr(lib, '/');
-	char code[64];
+	const char *lib = f ? f->lib : "", *base = strrchr(lib, '/'), *caller = "";
+	char code[64], cbuf[4200];
 	int n;
 
 	base = base ? base + 1 : lib;
+	if (c->by_caller && f)
+		caller = caller_name(agg_row_caller(r, s), cbuf, sizeof(cbuf));
 	if (!r->depth)
-		n = asprintf(key, "[no stack]%c%c", 0, 0);
+		n = asprintf(key, "[no stack]%c%c%c", 0, 0, 0);
 	else if (!f)
-		n = asprintf(key, "??%c??:?%c", 0, 0);
+		n = asprintf(key, "??%c??:?%c%c%s", 0, 0, 0, caller);
 	else if (!f->resolved || !strcmp(f->code, "??:?")) {
 		snprintf(code, sizeof(code), "+0x%" PRIx64, f->obj_addr);
-		n = asprintf(key, "%s%c%s%s%c%s", f->func, 0, base, code, 0, base);
+		n = asprintf(key, "%s%c%s%s%c%s%c%s", f->func, 0, base, code, 0, base, 0, caller);
 	} else {
 		/* The function of the innermost line: an inlined helper, not the frame's caller. */
 		const char *fn = f->funcs && *f->funcs ? f->funcs : f->func, *cut = strstr(fn, "<<<");
-		n = asprintf(key, "%.*s%c%s%c%s", cut ? (int)(cut - fn) : (int)strlen(fn), fn, 0,
-			     f->code, 0, base);
+		n = asprintf(key, "%.*s%c%s%c%s%c%s", cut ? (int)(cut - fn) : (int)strlen(fn), fn, 0,
+			     f->code, 0, base, 0, caller);
 	}
 	if (n < 0)
 		return -ENOMEM;
@@ -103,7 +111,8 @@ int callsites_add(struct callsites *c, struct agg_table *by_stack, const struct 
 	struct agg_table *byline = agg_new();
 	struct agg_row **rows;
 	size_t n;
-	int err = byline ? agg_regroup(byline, by_stack, AGG_BY_LINE, s) : -ENOMEM;
+	int err = byline ? agg_regroup(byline, by_stack, c->by_caller ? AGG_BY_LINE_CALLER :
+				       AGG_BY_LINE, s) : -ENOMEM;
 
 	n = err ? 0 : agg_rows(byline, &rows);
 	for (size_t i = 0; i < n && !err; i++) {
@@ -112,7 +121,7 @@ int callsites_add(struct callsites *c, struct agg_table *by_stack, const struct 
 		size_t len;
 		if (k >= c->ncols)
 			err = -EINVAL;
-		else if (!(err = callsites_key(rows[i], s, &key, &len)) &&
+		else if (!(err = callsites_key(c, rows[i], s, &key, &len)) &&
 			 (err = callsites_push(c, key, len, k, rows[i]->count)))
 			free(key);
 	}
@@ -146,7 +155,9 @@ static int callsites_cmp_site(const void *a, const void *b)
 		return c;
 	if ((c = strcmp(x->code, y->code)))
 		return c;
-	return strcmp(x->lib, y->lib);
+	if ((c = strcmp(x->lib, y->lib)))
+		return c;
+	return strcmp(x->caller, y->caller);
 }
 
 int callsites_sort(struct callsites *c, const bool *rank_cols)
@@ -169,6 +180,7 @@ int callsites_sort(struct callsites *c, const bool *rank_cols)
 			site->func = h->key;
 			site->code = site->func + strlen(site->func) + 1;
 			site->lib = site->code + strlen(site->code) + 1;
+			site->caller = site->lib + strlen(site->lib) + 1;
 			if (!(site->pages = calloc(c->ncols, sizeof(*site->pages))))
 				return -ENOMEM;
 		}

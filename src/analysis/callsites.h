@@ -22,12 +22,17 @@ struct callsite {
 	uint64_t *pages;   /* [ncols] */
 	uint64_t total;    /* over all columns */
 	uint64_t rank;     /* over the columns callsites_sort ranks by */
+	const char *caller; /* with callsites_by_caller: the program's own line that led there
+	                       (caller.c), as a report names it; else "" (or NULL) */
 };
 
 struct callsites;
 
 struct callsites *callsites_new(size_t ncols);
 void callsites_free(struct callsites *c);
+/* Before adding: a callsite is the innermost line together with the program's frame that led to
+ * it, so that libc's memset called from two lines is two callsites. */
+void callsites_by_caller(struct callsites *c);
 /* Adds the faults of a by-stack table, symbolized with s, to column col (or CALLSITES_BY_KIND).
  * 0 or -errno. */
 int callsites_add(struct callsites *c, struct agg_table *by_stack, const struct symbolizer *s,

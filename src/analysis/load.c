@@ -13,8 +13,26 @@ void an_process_free(struct an_process *p)
 	maps_free(p->maps);
 	agg_free(p->rows);
 	free(p->exe);
+	free(p->cmdline);
 	free(p->path);
 	free(p);
+}
+
+char *an_join_args(const char *const *argv, size_t argc, const char *fallback, size_t max)
+{
+	char *out = malloc(max + 4);
+	size_t pos = 0;
+
+	if (!out)
+		return NULL;
+	out[0] = 0;
+	for (size_t i = 0; i < argc && pos < max; i++)
+		pos += (size_t)snprintf(out + pos, max + 1 - pos, "%s%s", i ? " " : "", argv[i]);
+	if (pos >= max)
+		strcpy(out + max, "...");
+	if (!out[0])
+		snprintf(out, max + 1, "%s", fallback);
+	return out;
 }
 
 /* Tables indexed by record id; ids are dense from 0, so an array grows to the largest. */
@@ -52,12 +70,14 @@ int an_process_load(const char *path, const struct agg_filter *f, an_fault_cb cb
 		return ret;
 	p = calloc(1, sizeof(*p));
 	if (!p || !(p->maps = maps_new()) || !(p->rows = agg_new()) ||
-	    !(p->exe = strdup(t->exe)) || !(p->path = strdup(path))) {
+	    !(p->exe = strdup(t->exe)) || !(p->path = strdup(path)) ||
+	    !(p->cmdline = an_join_args(t->argv, t->hdr->nr_args, t->exe, 240))) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	p->pid = t->pid;
 	p->gen = t->gen;
+	p->ppid = t->hdr->ppid;
 	p->start_ns = t->hdr->start_realtime_ns;
 	while ((h = trace_next(t))) {
 		switch (h->type) {

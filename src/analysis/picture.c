@@ -150,7 +150,13 @@ static int picture_keep_header(struct picture_proc *vp, const char *path, char *
 	int ret = trace_open(path, &t, err, errlen);
 	if (ret)
 		return ret;
-	if (vp->has_hdr && vp->argc) {
+	vp->nprocs++;
+	if (vp->merged && vp->has_hdr && t->hdr->start_realtime_ns >= vp->hdr.start_realtime_ns) {
+		/* All processes: the header of the one that started first, the tree's root. */
+		trace_close(t);
+		return 0;
+	}
+	if (vp->has_hdr && vp->argc && !vp->merged) {
 		size_t len = strlen(vp->execs);
 		snprintf(vp->execs + len, sizeof(vp->execs) - len, "%s%s", len ? " -> " : "", vp->argv[0]);
 	}
@@ -195,9 +201,35 @@ static int picture_add_process(struct picture_proc *vp, struct an_process *p)
 }
 
 /* Load every generation of one pid: entries [first, last) of the sorted trace list. */
-int picture_proc_load(struct picture_proc *vp, const struct trace_list *l, size_t first, size_t last,
-		    char *err, size_t errlen)
+/* The processes page's line of one pid: its latest generation's command line and parent, and the
+ * faults loaded since (before, kinds). */
+static int picture_line(const struct picture_proc *vp, const char *path, uint64_t before,
+			const uint64_t *kinds, struct svg_index_proc *line, char *err, size_t errlen)
 {
+	struct trace *t;
+	int ret = trace_open(path, &t, err, errlen);
+
+	if (ret)
+		return ret;
+	*line = (struct svg_index_proc){ .pid = t->pid, .ppid = t->hdr->ppid,
+					 .faults = vp->faults - before };
+	for (int k = 0; k < SVG_KIND_NR; k++)
+		line->by_kind[k] = vp->by_kind[k] - kinds[k];
+	line->cmdline = an_join_args(t->argv, t->hdr->nr_args, t->exe, 240);
+	trace_close(t);
+	if (!line->cmdline) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int picture_proc_load(struct picture_proc *vp, const struct trace_list *l, size_t first, size_t last,
+		      struct svg_index_proc *line, char *err, size_t errlen)
+{
+	uint64_t before = vp->faults, kinds[SVG_KIND_NR];
+
+	memcpy(kinds, vp->by_kind, sizeof(kinds));
 	for (size_t i = first; i < last; i++) {
 		struct an_process *p = NULL;
 		int ret;
@@ -221,7 +253,8 @@ int picture_proc_load(struct picture_proc *vp, const struct trace_list *l, size_
 			return ret;
 		}
 	}
-	return 0;
+	return line && last > first ? picture_line(vp, l->v[last - 1].path, before, kinds, line, err,
+						   errlen) : 0;
 }
 
 void picture_proc_free(struct picture_proc *vp)
@@ -277,7 +310,18 @@ int picture_proc_init(struct picture_proc *vp, const struct picture_opts *o, uin
 	vp->tl = svg_timeline_new();
 	vp->lat = svg_latency_new();
 	vp->sites = callsites_new(SVG_KIND_NR);
+	if (vp->sites)
+		callsites_by_caller(vp->sites);
 	return vp->all && vp->alloc && vp->tl && vp->lat && vp->sites ? 0 : -ENOMEM;
+}
+
+const char *picture_proc_suffix(const struct picture_proc *vp, char *buf, size_t len)
+{
+	if (vp->merged)
+		snprintf(buf, len, "all");
+	else
+		snprintf(buf, len, "%u", vp->pid);
+	return buf;
 }
 
 int picture_diff_init(struct picture_proc *vp, const struct picture_opts *o)

@@ -10,6 +10,7 @@
 #include "analysis.h"
 #include "callsites.h"
 #include "svg_common.h"
+#include "svg_index.h"
 
 enum picture_names { PICTURE_NAMES_FUNC = 0, PICTURE_NAMES_LIB = 1 };
 
@@ -18,10 +19,12 @@ struct picture_opts {
 	const char *indir;
 	const char *title;    /* NULL: "<exe> (pid N)" */
 	unsigned width;
+	unsigned fold;        /* flamegraph levels in view (0: all) */
 	double minwidth;
 	bool inverted;
 	bool has_pid;
 	uint32_t pid;
+	bool merge;           /* --merge: one set of pictures for every process */
 	enum picture_names names;
 	struct agg_filter filter;
 	char kinds_text[96];  /* the --kind value, for subtitles */
@@ -33,7 +36,9 @@ struct picture_opts {
 /* Everything drawn for one pid (all of its exec generations). */
 struct picture_proc {
 	const struct picture_opts *opts;
-	uint32_t pid;
+	uint32_t pid;             /* 0 with merged */
+	bool merged;              /* every process of the directory: files "-all" */
+	size_t nprocs;            /* processes loaded */
 	struct svg_flame *all, *alloc;
 	struct svg_timeline *tl;
 	struct svg_latency *lat;
@@ -57,6 +62,10 @@ struct picture_proc {
 	bool before;              /* --diff: rows of the earlier run */
 };
 
+/* The processes page, fltrace-data-index.html: the processes ranked by faults (sorts v), each
+ * linked to its own index page, or, merged, to the one page of them all. 0 or -EIO. */
+int picture_draw_processes(FILE *out, struct svg_index_proc *v, size_t n, bool merged);
+
 /* What a picture writer gets (a row of the writers table, report.h). */
 struct picture_view {
 	const struct picture_proc *p;
@@ -67,13 +76,15 @@ struct picture_view {
 
 /* One pid's pictures, empty: 0 or -ENOMEM. */
 int picture_proc_init(struct picture_proc *vp, const struct picture_opts *o, uint32_t pid);
+/* The file suffix of its pictures: the pid, or "all" when merged. */
+const char *picture_proc_suffix(const struct picture_proc *vp, char *buf, size_t len);
 /* --diff: one flamegraph for both runs. */
 int picture_diff_init(struct picture_proc *vp, const struct picture_opts *o);
 void picture_proc_free(struct picture_proc *vp);
-/* Loads every generation of one pid, entries [first, last) of the sorted trace list; err says
- * what failed. */
+/* Loads every generation of one pid, entries [first, last) of the sorted trace list, and fills
+ * its line of the processes page (if line: its cmdline malloc'd); err says what failed. */
 int picture_proc_load(struct picture_proc *vp, const struct trace_list *l, size_t first, size_t last,
-		      char *err, size_t errlen);
+		      struct svg_index_proc *line, char *err, size_t errlen);
 /* --diff: every process of dir (or --pid's) as the earlier run (before) or the later one. */
 int picture_diff_load(struct picture_proc *vp, const char *dir, bool before, char *err, size_t errlen);
 

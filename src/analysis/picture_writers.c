@@ -17,7 +17,7 @@
 #include "svg_latency.h"
 #include "svg_timeline.h"
 
-#define PICTURE_INDEX_SITES 15 /* callsites in the index's table */
+#define PICTURE_INDEX_SITES 12 /* callsites in the index's table: with the flamegraph on the first screen */
 
 static const char *picture_cmd(const struct picture_proc *p)
 {
@@ -40,12 +40,25 @@ static void picture_subtitle(const struct picture_view *v, char *sub, size_t len
 		snprintf(sub + strlen(sub), len - strlen(sub), "   [kinds: %s]", v->o->kinds_text);
 }
 
+/* Whose pictures: "pid 42", or "all 3 processes" merged. */
+static const char *picture_who(const struct picture_proc *p, char *buf, size_t len)
+{
+	if (p->merged)
+		snprintf(buf, len, "all %zu processes", p->nprocs);
+	else
+		snprintf(buf, len, "pid %u", p->pid);
+	return buf;
+}
+
 static void picture_flame_title(const struct picture_view *v, char *title, size_t len)
 {
+	char who[64];
+
 	if (v->o->title)
 		snprintf(title, len, "%s", v->o->title);
 	else
-		snprintf(title, len, "Page faults of %s (pid %u)", picture_cmd(v->p), v->p->pid);
+		snprintf(title, len, "Page faults of %s (%s)", picture_cmd(v->p),
+			 picture_who(v->p, who, sizeof(who)));
 }
 
 static int picture_flame(FILE *out, const struct picture_view *v, const struct svg_flame *fl,
@@ -56,7 +69,8 @@ static int picture_flame(FILE *out, const struct picture_view *v, const struct s
 	snprintf(full, sizeof(full), "%s%s", title, suffix);
 	picture_subtitle(v, sub, sizeof(sub));
 	struct svg_flame_opts fo = { .title = full, .subtitle = sub, .width = v->o->width,
-				     .minwidth = v->o->minwidth, .inverted = v->o->inverted };
+				     .minwidth = v->o->minwidth, .inverted = v->o->inverted,
+				     .fold = v->o->fold };
 	return svg_flame_write(fl, out, &fo);
 }
 
@@ -82,7 +96,8 @@ static int picture_allocsite_add(void *arg, const char *const *frames, size_t n,
 int picture_draw_allocsite(FILE *out, const struct picture_view *v)
 {
 	struct as_report r;
-	if (as_report_load(v->o->indir, v->p->pid, &v->o->filter, &r, v->err, v->errlen)) {
+	if (as_report_load(v->o->indir, v->p->merged ? -1 : (long)v->p->pid, &v->o->filter, &r,
+			   v->err, v->errlen)) {
 		as_report_free(&r);
 		return -EINVAL;
 	}
@@ -97,8 +112,9 @@ int picture_draw_allocsite(FILE *out, const struct picture_view *v)
 
 int picture_draw_timeline(FILE *out, const struct picture_view *v)
 {
-	char title[512], sub[1024];
-	snprintf(title, sizeof(title), "Faults over time: %s (pid %u)", picture_cmd(v->p), v->p->pid);
+	char title[512], sub[1024], who[64];
+	snprintf(title, sizeof(title), "Faults over time: %s (%s)", picture_cmd(v->p),
+		 picture_who(v->p, who, sizeof(who)));
 	picture_subtitle(v, sub, sizeof(sub));
 	struct svg_timeline_opts to = { .title = title, .subtitle = sub, .width = v->o->width,
 					.t0_ns = v->p->t0, .page_size = v->p->page_size };
@@ -107,8 +123,9 @@ int picture_draw_timeline(FILE *out, const struct picture_view *v)
 
 int picture_draw_latency(FILE *out, const struct picture_view *v)
 {
-	char title[512], sub[1024];
-	snprintf(title, sizeof(title), "Fault service time: %s (pid %u)", picture_cmd(v->p), v->p->pid);
+	char title[512], sub[1024], who[64];
+	snprintf(title, sizeof(title), "Fault service time: %s (%s)", picture_cmd(v->p),
+		 picture_who(v->p, who, sizeof(who)));
 	picture_subtitle(v, sub, sizeof(sub));
 	struct svg_latency_opts lo = { .title = title, .subtitle = sub, .width = v->o->width };
 	return svg_latency_write(v->p->lat, out, &lo);
@@ -182,9 +199,8 @@ static void picture_index_images(const struct picture_proc *p, struct svg_index_
 	for (size_t i = 0; i < n && in->nimages < SVG_INDEX_MAX_IMAGES; i++) {
 		if (w[i].cmd != WR_VISUALIZE || !w[i].caption)
 			continue;
-		char pid[16];
-		snprintf(pid, sizeof(pid), "%u", p->pid);
-		report_writer_file(&w[i], pid, files[in->nimages], 64);
+		char sfx[16];
+		report_writer_file(&w[i], picture_proc_suffix(p, sfx, sizeof(sfx)), files[in->nimages], 64);
 		in->images[in->nimages].caption = w[i].caption;
 		in->images[in->nimages].file = files[in->nimages];
 		in->nimages++;
@@ -197,9 +213,10 @@ int picture_draw_index(FILE *out, const struct picture_view *v)
 	const struct picture_proc *p = v->p;
 	struct svg_index_info in = { 0 };
 	char opt[7][64], files[SVG_INDEX_MAX_IMAGES][64], slow_of[96];
-	char *stats = stats_last_line(v->o->indir, p->pid);
+	char *stats = p->merged ? NULL : stats_last_line(v->o->indir, p->pid);
 
 	in.pid = p->pid;
+	in.merged = p->merged ? p->nprocs : 0;
 	in.exe = p->exe;
 	in.argv = (const char *const *)p->argv;
 	in.argc = p->argc;
@@ -244,6 +261,45 @@ int picture_draw_diff(FILE *out, const struct picture_view *v)
 	struct svg_flame_opts fo = { .title = title, .subtitle = v->o->kinds_text[0] ?
 				     v->o->kinds_text : NULL, .width = v->o->width,
 				     .minwidth = v->o->minwidth, .inverted = v->o->inverted,
-				     .diff = true };
+				     .diff = true, .fold = v->o->fold };
 	return svg_flame_write(v->p->all, out, &fo);
+}
+
+static int picture_proc_cmp(const void *a, const void *b)
+{
+	const struct svg_index_proc *x = a, *y = b;
+
+	if (x->faults != y->faults)
+		return x->faults > y->faults ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* The processes page: ranked by faults, each row linked to the process's index page (a row of
+ * the writers table), or, merged, one link to the page of them all. */
+int picture_draw_processes(FILE *out, struct svg_index_proc *v, size_t n, bool merged)
+{
+	const struct report_writer *index = NULL, *w;
+	size_t nw;
+	char (*pages)[64] = calloc(n ? n : 1, sizeof(*pages)), all[64];
+	int rc;
+
+	if (!pages)
+		return -ENOMEM;
+	w = report_writers(&nw);
+	for (size_t i = 0; i < nw; i++)
+		if (w[i].cmd == WR_VISUALIZE && w[i].draw == picture_draw_index)
+			index = &w[i];
+	qsort(v, n, sizeof(*v), picture_proc_cmp);
+	for (size_t i = 0; i < n; i++) {
+		char pid[16];
+		snprintf(pid, sizeof(pid), "%u", v[i].pid);
+		report_writer_file(index, pid, pages[i], sizeof(pages[i]));
+		v[i].page = merged ? NULL : pages[i];
+	}
+	report_writer_file(index, "all", all, sizeof(all));
+	rc = svg_index_write_processes(out, v, n, merged ? all : NULL);
+	for (size_t i = 0; i < n; i++)
+		v[i].page = NULL;
+	free(pages);
+	return rc;
 }

@@ -28,6 +28,7 @@ struct report_view {
 	uint64_t page_size;
 	uint64_t start_ns;    /* the trace's start (realtime), for writers that print times */
 	long top;             /* rows shown by the top writer */
+	enum agg_by by;       /* what a row stands for */
 };
 
 /* What a --diff writer gets: the callsites of two runs. */

@@ -56,9 +56,10 @@ int report_alloc_top(FILE *out, const struct report_alloc_view *v)
 	const struct as_report *r = v->sites;
 
 	fprintf(out, "faults by allocation site: %" PRIu64 " faults, %" PRIu64 " (%.1f%%) on recorded "
-		"allocations (%" PRIu64 " big, %" PRIu64 " mappings, %" PRIu64 " small ones sampled)\n",
+		"allocations (%" PRIu64 " big, %" PRIu64 " mappings, %" PRIu64 " small ones sampled, %"
+		PRIu64 " first on their page)\n",
 		r->total, r->attributed, r->total ? 100.0 * (double)r->attributed / (double)r->total : 0,
-		r->big_allocs, r->map_allocs, r->sampled_allocs);
+		r->big_allocs, r->map_allocs, r->sampled_allocs, r->page_allocs);
 	fprintf(out, "%10s %6s %8s %8s  %-40s %s\n", "faults", "%", "objects", "bytes", "allocation site",
 		"faulted at (faults)");
 	for (size_t i = 0; i < r->nrows && (long)i < v->top; i++) {

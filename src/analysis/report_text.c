@@ -128,21 +128,32 @@ int report_write_top(FILE *o, const struct report_view *v)
 	struct agg_row **rows;
 	size_t n = agg_rows(v->rows, &rows), show = (size_t)v->top < n ? (size_t)v->top : n;
 	uint64_t total = agg_total(v->rows);
-	int wf = 8, wl = 8;
+	/* Beside the leaf, the program's own line that led to it; the caller view's rows are
+	 * that line already. */
+	bool callers = v->by != AGG_BY_CALLER;
+	char cbuf[4200];
+	int wf = 8, wl = 8, wc = 6;
 
 	for (size_t i = 0; i < show; i++) {
 		const struct sym_frame *f = top_leaf(rows[i], v->sym);
 		int lf = f ? (int)strlen(f->func) : 10, ll = f ? (int)strlen(f->code) : 2;
+		int lc = (int)strlen(caller_name(agg_row_caller(rows[i], v->sym), cbuf, sizeof(cbuf)));
 		wf = lf > wf ? lf : wf;
 		wl = ll > wl ? ll : wl;
+		wc = lc > wc ? lc : wc;
 	}
 	wf = wf > 40 ? 40 : wf;
 	wl = wl > 60 ? 60 : wl;
+	wc = wc > 50 ? 50 : wc;
 	fprintf(o, "%s: %" PRIu64 " faults, %zu rows\n", v->title, total, n);
 	fprintf(o, "%10s %4s  %-9s %-7s %-7s  ", "COUNT", "%", "OP", "KIND", "ORIGIN");
 	top_put_cut(o, "FUNCTION", wf);
 	fputs("  ", o);
 	top_put_cut(o, "LOCATION", wl);
+	if (callers) {
+		fputs("  ", o);
+		top_put_cut(o, "CALLER", wc);
+	}
 	fputs("  OBJECT\n", o);
 	for (size_t i = 0; i < show; i++) {
 		const struct agg_row *r = rows[i];
@@ -155,6 +166,11 @@ int report_write_top(FILE *o, const struct report_view *v)
 		top_put_cut(o, f ? f->func : "[no stack]", wf);
 		fputs("  ", o);
 		top_put_cut(o, f ? f->code : "", wl);
+		if (callers) {
+			fputs("  ", o);
+			top_put_cut(o, f ? caller_name(agg_row_caller(r, v->sym), cbuf, sizeof(cbuf)) :
+				    "", wc);
+		}
 		fprintf(o, "  %s\n", slash ? slash + 1 : lib);
 	}
 	fputc('\n', o);

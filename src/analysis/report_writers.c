@@ -6,7 +6,8 @@
 #include "report.h"
 
 static const struct report_writer writers[] = {
-	{ .name = "csv", .summary = "callsite CSV per process (the default), formats.md columns",
+	{ .name = "csv", .summary = "callsite CSV per process (the default); its columns: the "
+	  "README's \"Report CSV\"",
 	  .stem = "report", .ext = "out", .write = report_write_csv,
 	  .write_diff = report_diff_csv, .write_alloc = report_alloc_csv },
 	{ .name = "top", .summary = "the biggest rows as a table on stdout (--top N sets N)",
@@ -18,8 +19,8 @@ static const struct report_writer writers[] = {
 	{ .name = "speedscope", .summary = "speedscope's JSON file format per process: faults and "
 	  "service time", .stem = "report", .ext = "speedscope.json",
 	  .write = report_write_speedscope },
-	{ .name = "perf-script", .summary = "perf script's text per process, a sample per page "
-	  "(stackcollapse-perf.pl, Firefox Profiler)", .stem = "report", .ext = "perf.txt",
+	{ .name = "perf-script", .summary = "perf script's text per process, a sample per callsite "
+	  "weighted by its pages (perf's period)", .stem = "report", .ext = "perf.txt",
 	  .write = report_write_perf_script },
 	{ .name = "raw", .summary = "one row per fault, per trace file (fltrace-data-faults-*)",
 	  .stem = "faults", .ext = "out", .per_gen = true, .begin = report_raw_begin,

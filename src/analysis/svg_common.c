@@ -168,8 +168,9 @@ void svg_fmt_bytes(char *buf, size_t len, double bytes)
 		bytes /= 1024;
 		u++;
 	}
-	if (bytes == floor(bytes))
-		snprintf(buf, len, "%.0f %s", bytes, units[u]);
+	/* One decimal, none when it is 0: "8 MiB" beside "4.5 MiB", never "8.0 MiB" (7.97 MiB). */
+	if (floor(bytes * 10 + 0.5) == floor(bytes + 0.5) * 10)
+		snprintf(buf, len, "%.0f %s", floor(bytes + 0.5), units[u]);
 	else
 		snprintf(buf, len, "%.1f %s", bytes, units[u]);
 }

@@ -34,6 +34,28 @@ struct curve_ctx {
 
 enum curve_panel { CURVE_REFETCH, CURVE_SLOWDOWN };
 
+/* A panel's y axis: linear from 0 to hi, or logarithmic (re-fetches: log10(1 + v), so that 0
+ * has a place; slowdown: log2 v) from lo to hi, in the mapped values. */
+struct curve_scale {
+	bool log;
+	enum curve_panel which;
+	double lo, hi;
+};
+
+static double curve_map(const struct curve_scale *sc, double v)
+{
+	if (!sc->log)
+		return v;
+	return sc->which == CURVE_REFETCH ? log10(1 + v) : log2(v > 1e-3 ? v : 1e-3);
+}
+
+static double curve_y(const struct curve_scale *sc, double top, double v)
+{
+	double span = sc->hi - sc->lo;
+
+	return top + CURVE_PANEL_H - CURVE_PANEL_H * (span > 0 ? (curve_map(sc, v) - sc->lo) / span : 0);
+}
+
 static double curve_value(const struct svg_curve_point *p, enum curve_panel which)
 {
 	return which == CURVE_REFETCH ? (double)p->refetch : p->slowdown;
@@ -122,24 +144,45 @@ static void curve_tick_label(const struct curve_ctx *c, uint64_t size, char *buf
 	svg_fmt_bytes(buf, len, (double)size);
 }
 
+static void curve_grid_line(const struct curve_ctx *c, const struct curve_scale *sc, double top,
+			    double v, const char *text)
+{
+	double y = curve_y(sc, top, v);
+
+	fprintf(c->out, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+			"<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+		CURVE_LEFT, y, CURVE_LEFT + c->plot_w, y, CURVE_LEFT - 6, y + 4, text);
+}
+
 /* Frame, y grid with labels, x ticks at the swept sizes, axis titles. */
-static void curve_axes(const struct curve_ctx *c, double top, double ymax, double step,
-		       enum curve_panel which)
+static void curve_axes(const struct curve_ctx *c, double top, const struct curve_scale *sc,
+		       double step)
 {
 	FILE *o = c->out;
-	double bottom = top + CURVE_PANEL_H;
+	double bottom = top + CURVE_PANEL_H, ymax = sc->hi;
+	enum curve_panel which = sc->which;
 	char buf[64];
 
 	fprintf(o, "<rect class=\"frame\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>\n",
 		CURVE_LEFT, top, c->plot_w, CURVE_PANEL_H);
-	for (double v = 0; v <= ymax * (1 + 1e-9); v += step) {
-		double y = bottom - CURVE_PANEL_H * v / ymax;
+	if (sc->log) {
+		/* Re-fetches: 0, 1, 10, 100...; slowdown: powers of two. */
+		if (which == CURVE_REFETCH)
+			curve_grid_line(c, sc, top, 0, "0");
+		for (double e = which == CURVE_REFETCH ? 0 : sc->lo; e <= sc->hi + 1e-9; e++) {
+			double v = which == CURVE_REFETCH ? pow(10, e) : pow(2, e);
+			if (which == CURVE_REFETCH)
+				snprintf(buf, sizeof(buf), "%.0f", v);
+			else
+				snprintf(buf, sizeof(buf), v < 1 ? "%.2g" : "%.0f", v);
+			curve_grid_line(c, sc, top, v, buf);
+		}
+	}
+	for (double v = 0; !sc->log && v <= ymax * (1 + 1e-9); v += step) {
 		curve_fmt_value(buf, sizeof(buf), v, which);
 		if (which == CURVE_SLOWDOWN && step >= 1)
 			snprintf(buf, sizeof(buf), "%.0f", v);
-		fprintf(o, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-			   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-			CURVE_LEFT, y, CURVE_LEFT + c->plot_w, y, CURVE_LEFT - 6, y + 4, buf);
+		curve_grid_line(c, sc, top, v, buf);
 	}
 	for (size_t i = 0; i < c->nticks; i++) {
 		double x = curve_x(c, c->ticks[i]);
@@ -153,13 +196,15 @@ static void curve_axes(const struct curve_ctx *c, double top, double ymax, doubl
 	fprintf(o, "<text class=\"axt\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">local memory "
 		   "(-L, log scale)</text>\n", CURVE_LEFT + c->plot_w / 2, bottom + 36);
 	fprintf(o, "<text class=\"axt\" transform=\"translate(%.1f,%.1f) rotate(-90)\" "
-		   "text-anchor=\"middle\">%s</text>\n", 18.0, top + CURVE_PANEL_H / 2,
-		which == CURVE_REFETCH ? "re-fetches (pages)" : "slowdown (\xc3\x97)");
+		   "text-anchor=\"middle\">%s%s</text>\n", 18.0, top + CURVE_PANEL_H / 2,
+		which == CURVE_REFETCH ? "re-fetches (pages)" : "slowdown (\xc3\x97)",
+		sc->log ? ", log scale" : "");
 }
 
-static int curve_series(const struct curve_ctx *c, size_t i, double top, double ymax,
-			enum curve_panel which)
+static int curve_series(const struct curve_ctx *c, size_t i, double top,
+			const struct curve_scale *sc)
 {
+	enum curve_panel which = sc->which;
 	const struct svg_curve_series *s = &c->s[i];
 	struct svg_rgb rgb = curve_colours[i % CURVE_NCOLOURS];
 	struct svg_curve_point *p = curve_sorted(s);
@@ -182,7 +227,7 @@ static int curve_series(const struct curve_ctx *c, size_t i, double top, double 
 		if (val < 0)
 			continue;
 		fprintf(o, "%s%.1f,%.1f", first ? "" : " ", curve_x(c, p[k].localmem),
-			top + CURVE_PANEL_H - CURVE_PANEL_H * val / ymax);
+			curve_y(sc, top, val));
 		first = 0;
 	}
 	fputs("\"/>\n", o);
@@ -193,8 +238,7 @@ static int curve_series(const struct curve_ctx *c, size_t i, double top, double 
 		curve_fmt_value(v, sizeof(v), val, which);
 		svg_fmt_bytes(sz, sizeof(sz), (double)p[k].localmem);
 		fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"rgb(%u,%u,%u)\"><title>",
-			curve_x(c, p[k].localmem), top + CURVE_PANEL_H - CURVE_PANEL_H * val / ymax,
-			rgb.r, rgb.g, rgb.b);
+			curve_x(c, p[k].localmem), curve_y(sc, top, val), rgb.r, rgb.g, rgb.b);
 		svg_put_escaped(o, s->name);
 		fprintf(o, " at %s: %s%s</title></circle>\n", sz, v,
 			which == CURVE_REFETCH ? " re-fetches" : "\xc3\x97");
@@ -218,23 +262,48 @@ static void curve_legend(const struct curve_ctx *c, double top)
 	}
 }
 
-static int curve_panel(const struct curve_ctx *c, double top, enum curve_panel which,
-		       const char *caption)
+/* The smallest positive slowdown of any run (1 if none is below it). */
+static double curve_min_slowdown(const struct curve_ctx *c)
 {
-	double max = curve_max(c, which), step, ymax;
+	double min = 1;
+
+	for (size_t i = 0; i < c->ns; i++)
+		for (size_t k = 0; k < c->s[i].n; k++)
+			if (c->s[i].pts[k].slowdown > 0 && c->s[i].pts[k].slowdown < min)
+				min = c->s[i].pts[k].slowdown;
+	return min;
+}
+
+/* One panel, linear (class "lin") or logarithmic (class "log", shown instead when the picture's
+ * root has class "logy": the "log scale" button and #log toggle it). */
+static int curve_panel(const struct curve_ctx *c, double top, enum curve_panel which,
+		       const char *caption, bool log)
+{
+	double max = curve_max(c, which), step = 0;
+	struct curve_scale sc = { .log = log, .which = which };
 	int err = 0;
 
 	if (which == CURVE_SLOWDOWN && max < 1)
 		max = 1;
-	step = svg_nice_step(max > 0 ? max : 1, 5);
-	ymax = ceil((max > 0 ? max : 1) / step - 1e-9) * step;
-	fprintf(c->out, "<g class=\"panel\" id=\"%s\">\n<text class=\"cap\" x=\"%.1f\" y=\"%.1f\">",
-		which == CURVE_REFETCH ? "refetch" : "slowdown", CURVE_LEFT, top - 10);
+	if (!log) {
+		step = svg_nice_step(max > 0 ? max : 1, 5);
+		sc.hi = ceil((max > 0 ? max : 1) / step - 1e-9) * step;
+	} else if (which == CURVE_REFETCH) {
+		sc.hi = ceil(log10(1 + (max > 0 ? max : 1)) - 1e-9); /* up to a power of ten */
+	} else {
+		sc.lo = floor(log2(curve_min_slowdown(c)) + 1e-9);
+		sc.hi = ceil(log2(max) - 1e-9);
+		if (sc.hi <= sc.lo)
+			sc.hi = sc.lo + 1;
+	}
+	fprintf(c->out, "<g class=\"panel %s\" id=\"%s%s\">\n<text class=\"cap\" x=\"%.1f\" y=\"%.1f\">",
+		log ? "log" : "lin", which == CURVE_REFETCH ? "refetch" : "slowdown", log ? "-log" : "",
+		CURVE_LEFT, top - 10);
 	svg_put_escaped(c->out, caption);
 	fputs("</text>\n", c->out);
-	curve_axes(c, top, ymax, step, which);
+	curve_axes(c, top, &sc, step);
 	for (size_t i = 0; i < c->ns && !err; i++)
-		err = curve_series(c, i, top, ymax, which);
+		err = curve_series(c, i, top, &sc);
 	curve_legend(c, top);
 	fputs("</g>\n", c->out);
 	return err;
@@ -256,14 +325,33 @@ int svg_curve_write(FILE *out, const struct svg_curve_series *s, size_t nseries,
 	svg_put_head(out, c.width, height, ".cap { font-size: 12px; font-weight: bold; }\n"
 		     ".axt { fill: rgb(60,60,60); }\n.frame { fill: white; stroke: rgb(90,90,90); }\n"
 		     ".ax { stroke: rgb(90,90,90); }\n.grid { stroke: rgb(225,225,225); }\n"
-		     ".curve { fill: none; stroke-width: 2.5; }\n",
+		     ".curve { fill: none; stroke-width: 2.5; }\n.log, .logy .lin { display: none; }\n"
+		     ".logy .log { display: inline; }\n.btn { cursor: pointer; fill: rgb(40,40,40); "
+		     "text-decoration: underline; }\n",
 		     o->title ? o->title : "Miss-ratio curve", o->subtitle);
-	err = curve_panel(&c, CURVE_TOP + 10, CURVE_REFETCH,
-			  "Re-fetches: pages fetched back from far memory");
+	/* The y axes, linear or logarithmic: both are drawn, a click (or #log in the link) picks. */
+	fprintf(out, "<text id=\"scale\" class=\"btn\" x=\"%.1f\" y=\"24\" text-anchor=\"end\">log "
+		     "scale</text>\n<script type=\"text/ecmascript\"><![CDATA[\n"
+		     "function setLog(on) {\n"
+		     "  document.documentElement.classList.toggle('logy', on);\n"
+		     "  document.getElementById('scale').textContent = on ? 'linear scale' : 'log scale';\n"
+		     "  document.documentElement.setAttribute('data-state', on ? 'log' : 'linear');\n"
+		     "}\n"
+		     "window.addEventListener('load', function () {\n"
+		     "  document.getElementById('scale').addEventListener('click', function () {\n"
+		     "    setLog(!document.documentElement.classList.contains('logy')); });\n"
+		     "  setLog(window.location.hash === '#log');\n"
+		     "});\n]]></script>\n", c.width - 12);
 	snprintf(cap, sizeof(cap), "Slowdown: wall time relative to %s",
 		 o->baseline ? o->baseline : "the largest size");
-	if (!err)
-		err = curve_panel(&c, CURVE_TOP + 10 + CURVE_PANEL_H + CURVE_GAP, CURVE_SLOWDOWN, cap);
+	err = 0;
+	for (int log = 0; log < 2 && !err; log++) {
+		err = curve_panel(&c, CURVE_TOP + 10, CURVE_REFETCH,
+				  "Re-fetches: pages fetched back from far memory", log);
+		if (!err)
+			err = curve_panel(&c, CURVE_TOP + 10 + CURVE_PANEL_H + CURVE_GAP, CURVE_SLOWDOWN,
+					  cap, log);
+	}
 	fputs("</svg>\n", out);
 	if (err)
 		return err;

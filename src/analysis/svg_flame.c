@@ -15,6 +15,7 @@ struct flame_node {
 	uint64_t total;                          /* samples in this frame and below */
 	uint64_t self[SVG_KIND_NR][SVG_ACC_NR]; /* samples that end here, by leaf attributes */
 	uint64_t before;                         /* differential graphs: the other run's total */
+	uint64_t before_self;                    /* ... and its samples that end here */
 };
 
 struct svg_flame {
@@ -170,6 +171,7 @@ int svg_flame_add_before(struct svg_flame *fl, const char *const *frames, size_t
 	}
 	for (uint32_t k = cur; k != NO_NODE; k = fl->nodes[k].parent)
 		fl->nodes[k].before += count;
+	fl->nodes[cur].before_self += count;
 	return 0;
 }
 
@@ -196,8 +198,9 @@ struct flame_layout {
 	double width;
 	double minwidth;
 	uint32_t max_depth;
+	uint32_t view;     /* levels drawn in view: max_depth, or opts.fold when that is less */
 	double height;
-	uint64_t max_change;  /* differential: the biggest |total - before| of a drawn frame */
+	uint64_t max_change;  /* differential: the biggest change of a drawn frame's own samples */
 	FILE *out;
 };
 
@@ -237,6 +240,17 @@ static int layout_children(struct flame_layout *L)
 	return 0;
 }
 
+/* Samples that end in a frame. */
+static uint64_t node_self(const struct flame_node *n)
+{
+	uint64_t self = 0;
+
+	for (int k = 0; k < SVG_KIND_NR; k++)
+		for (int a = 0; a < SVG_ACC_NR; a++)
+			self += n->self[k][a];
+	return self;
+}
+
 /* Deepest level with a frame wide enough to draw. */
 static void layout_depth(struct flame_layout *L, uint32_t node)
 {
@@ -244,7 +258,8 @@ static void layout_depth(struct flame_layout *L, uint32_t node)
 	if ((double)n->total * L->scale < L->minwidth || !n->total)
 		return;
 	if (node && L->o->diff) {
-		uint64_t c = n->total > n->before ? n->total - n->before : n->before - n->total;
+		uint64_t now = node_self(n), c = now > n->before_self ? now - n->before_self :
+						  n->before_self - now;
 		if (c > L->max_change)
 			L->max_change = c;
 	}
@@ -258,7 +273,7 @@ static double frame_y(const struct flame_layout *L, uint32_t depth)
 {
 	if (L->o->inverted)
 		return TOP_H + (double)depth * FRAME_H;
-	return TOP_H + (double)(L->max_depth - depth) * FRAME_H;
+	return TOP_H + ((double)L->view - (double)depth) * FRAME_H;
 }
 
 static void put_pct(FILE *out, uint64_t n, uint64_t total)
@@ -280,17 +295,22 @@ static int node_dominant(const struct flame_node *n, int *kind, int *acc)
 	return best > 0;
 }
 
-/* Differential colour: red where the frame grew since the earlier run, blue where it shrank,
- * deeper the bigger the change against the biggest one; grey when equal. */
+/* Differential colour: red where the frame's own faults (those that end in it) grew since the
+ * earlier run, blue where they shrank, deeper the bigger that change against the biggest one,
+ * so the frames that changed most stand out wherever they are, leaves included; a frame whose
+ * own faults did not change is tinted by the change below it, lightly (a caller's total change
+ * is the sum of its callees' and would otherwise colour the roots deepest); grey when equal. */
 static struct svg_rgb diff_colour(const struct flame_layout *L, const struct flame_node *n)
 {
-	double x = L->max_change ? (double)(n->total > n->before ? n->total - n->before :
-					    n->before - n->total) / (double)L->max_change : 0;
-	uint8_t pale = (uint8_t)(225 - 175 * x);
+	uint64_t now = node_self(n);
+	bool own = now != n->before_self, grew = own ? now > n->before_self : n->total > n->before;
+	double x = !own ? 0.12 : L->max_change ? (double)(grew ? now - n->before_self :
+							   n->before_self - now) / (double)L->max_change : 0;
+	uint8_t pale = (uint8_t)(225 - 175 * (x < 0.12 ? 0.12 : x));
 
-	if (n->total == n->before)
+	if (!own && n->total == n->before)
 		return (struct svg_rgb){ 225, 225, 225 };
-	if (n->total > n->before)
+	if (grew)
 		return (struct svg_rgb){ 255, pale, pale };
 	return (struct svg_rgb){ pale, pale, 255 };
 }
@@ -321,6 +341,12 @@ static void write_frame(struct flame_layout *L, uint32_t node, uint64_t offset)
 		if (n->before)
 			fprintf(out, " (%+.1f%%)", 100.0 * ((double)n->total - (double)n->before) /
 				(double)n->before);
+		if (node_self(n) || n->before_self)
+			fprintf(out, "; ending here: %llu before, %llu now",
+				(unsigned long long)n->before_self, (unsigned long long)node_self(n));
+	} else if (n->depth == L->view && L->view < L->max_depth &&
+		   L->kid_start[node] < L->kid_start[node + 1]) {
+		fputs("&#10;deeper frames are folded: click to bring them into view", out);
 	} else if (leaf) {
 		/* Second tooltip line: what the faults that end here were. */
 		uint64_t self = 0;
@@ -418,14 +444,25 @@ static const char flame_js[] =
 	"  for (j = i; j < z.end; j++) place(frames[j], F.pad + (frames[j].x - z.x) * s, frames[j].w * s, false);\n"
 	"  for (j = z.parent; j >= 0; j = frames[j].parent) place(frames[j], F.pad, full, true);\n"
 	"  zoomed = i;\n"
+	"  fold(i);\n"
 	"  resetBtn.classList.remove('hide');\n"
 	"  if (term !== null) search(term);\n"
 	"}\n"
 	"function unzoom() {\n"
 	"  for (var j = 0; j < frames.length; j++) place(frames[j], frames[j].x, frames[j].w, false);\n"
 	"  zoomed = -1;\n"
+	"  fold(-1);\n"
 	"  resetBtn.classList.add('hide');\n"
 	"  if (term !== null) search(term);\n"
+	"}\n"
+	"/* A folded graph shows F.view levels: a zoom moves its subtree into view, keeping the frame's\n"
+	" * parent in the bottom row (the top row, inverted). */\n"
+	"function fold(i) {\n"
+	"  var g = document.getElementById('shift'), deep = 0, k;\n"
+	"  if (!g) return;\n"
+	"  if (i >= 0) for (k = i; k < frames[i].end; k++) deep = Math.max(deep, frames[k].d);\n"
+	"  var s = i < 0 ? 0 : Math.max(0, Math.min(frames[i].d - 1, deep - F.view));\n"
+	"  g.setAttribute('transform', 'translate(0,' + (F.inv ? -s : s) * F.fh + ')');\n"
 	"}\n"
 	"function matcher(t) {\n"
 	"  try { var re = new RegExp(t); return function (s) { return re.test(s); }; }\n"
@@ -490,7 +527,7 @@ static void write_legend(struct flame_layout *L)
 	if (L->o->diff) {
 		struct svg_rgb up = { 255, 50, 50 }, down = { 50, 50, 255 };
 		fprintf(out, "<g id=\"legend\"><text x=\"%.1f\" y=\"%.1f\">width: %s in the later "
-			     "run; colour: the change since the earlier run, deeper is bigger</text>\n"
+			     "run; colour: the change of the faults that end in a frame, deeper is bigger</text>\n"
 			     "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"rgb(%u,%u,%u)\"/>"
 			     "<text x=\"%.1f\" y=\"%.1f\">grew</text>"
 			     "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"rgb(%u,%u,%u)\"/>"
@@ -547,7 +584,8 @@ int svg_flame_write(const struct svg_flame *fl, FILE *out, const struct svg_flam
 	L.scale = total ? (L.width - 2 * XPAD) / (double)total : 0;
 	if (total)
 		layout_depth(&L, 0);
-	L.height = TOP_H + (double)(L.max_depth + 1) * FRAME_H + BOTTOM_H;
+	L.view = o->fold && o->fold < L.max_depth ? o->fold : L.max_depth;
+	L.height = TOP_H + (double)(L.view + 1) * FRAME_H + BOTTOM_H;
 
 	fprintf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n"
 		     "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
@@ -569,9 +607,10 @@ int svg_flame_write(const struct svg_flame *fl, FILE *out, const struct svg_flam
 	      "</style>\n", out);
 	fprintf(out, "<script type=\"text/ecmascript\"><![CDATA[\n"
 		     "var F = { width: %.0f, pad: %d, fh: %d, font: %d, cw: %.2f, inv: %d, top: %d, "
-		     "bottom: %.1f, total: %llu, what: 'Frame', hitFill: 'rgb(230,0,230)' };\n%s]]></script>\n",
+		     "bottom: %.1f, view: %u, total: %llu, what: 'Frame', hitFill: 'rgb(230,0,230)' };\n"
+		     "%s]]></script>\n",
 		L.width, XPAD, FRAME_H, FONT_PX, SVG_CHAR_WIDTH, o->inverted ? 1 : 0, TOP_H,
-		frame_y(&L, 0), (unsigned long long)total, flame_js);
+		frame_y(&L, 0), L.view, (unsigned long long)total, flame_js);
 	fprintf(out, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"rgb(248,248,244)\"/>\n",
 		L.width, L.height);
 	fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", L.width / 2);
@@ -588,7 +627,14 @@ int svg_flame_write(const struct svg_flame *fl, FILE *out, const struct svg_flam
 	fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%.1f\"> </text>\n"
 		     "<text id=\"matched\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\"> </text>\n",
 		XPAD, L.height - BOTTOM_H + 16, L.width - XPAD, L.height - BOTTOM_H + 16);
-	if (total) {
+	if (total && L.view < L.max_depth) {
+		/* Folded: every frame is drawn, the view shows L.view + 1 levels of them. */
+		fprintf(out, "<clipPath id=\"fold\"><rect x=\"0\" y=\"%d\" width=\"%.0f\" "
+			     "height=\"%d\"/></clipPath>\n<g id=\"frames\" clip-path=\"url(#fold)\">"
+			     "<g id=\"shift\">\n", TOP_H, L.width, (int)(L.view + 1) * FRAME_H);
+		write_frame(&L, 0, 0);
+		fputs("</g></g>\n", out);
+	} else if (total) {
 		fputs("<g id=\"frames\">\n", out);
 		write_frame(&L, 0, 0);
 		fputs("</g>\n", out);

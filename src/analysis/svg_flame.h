@@ -20,6 +20,9 @@ struct svg_flame_opts {
 	double minwidth;      /* frames narrower than this (px) are left out with their children; <0: 0.1 */
 	bool inverted;        /* icicle: roots at the top, growing down */
 	bool diff;            /* differential: colour by the change since svg_flame_add_before */
+	unsigned fold;        /* levels in view (0: all): deeper frames are drawn but clipped, and
+	                         clicking a frame brings its subtree into view, as a flame chart
+	                         viewer scrolls; one single deep stack cannot make the picture tall */
 };
 
 /* Returns NULL when out of memory. */

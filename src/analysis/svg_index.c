@@ -103,7 +103,8 @@ static void summary_memory(FILE *out, const struct svg_index_info *in)
 		      "ample memory). ", out);
 	}
 	if (!stat_get(in, "resident_peak_bytes", &res) || !stat_get(in, "far_peak_bytes", &far)) {
-		fputs(in->stats_line ? "Peak memory: not in the stats file. " :
+		fputs(in->merged ? "Peak memory: on each process's own page. " :
+		      in->stats_line ? "Peak memory: not in the stats file. " :
 		      "Peak memory: unknown (no stats file). ", out);
 		return;
 	}
@@ -175,13 +176,34 @@ static void site_cell_u64(FILE *out, uint64_t v)
 		fputs("<td class=\"n z\">0</td>", out);
 }
 
+/* A cell of code: "file:line" shown by the file's name, the whole text in the tooltip. */
+static void site_cell_code(FILE *out, const char *code, size_t len)
+{
+	const char *base = code;
+
+	for (const char *p = code; p < code + len; p++)
+		if (*p == '/')
+			base = p + 1;
+	fputs("<td title=\"", out);
+	svg_put_escaped(out, code);
+	fputs("\">", out);
+	if (len) {
+		fputs("<code>", out);
+		svg_put_escaped_n(out, base, len - (size_t)(base - code));
+		fputs("</code>", out);
+	}
+	fputs("</td>", out);
+}
+
 /* The top callsites with their faults by kind. */
 static void sites_table(FILE *out, const struct svg_index_info *in)
 {
 	if (!in->nsites)
 		return;
 	fprintf(out, "<h2>Top callsites</h2>\n<table class=\"sites\">\n<tr><th>function</th>"
-		     "<th>location</th><th>object</th><th class=\"n\">faults</th><th class=\"n\">%%</th>");
+		     "<th>location</th><th title=\"the program's own frame that led there: the "
+		     "innermost outside libc, libstdc++, libgcc, ld.so and fltrace\">called from</th>"
+		     "<th>object</th><th class=\"n\">faults</th><th class=\"n\">%%</th>");
 	for (int k = 0; k < SVG_KIND_NR; k++)
 		fprintf(out, "<th class=\"n\">%s</th>", svg_kind_name(k));
 	fputs("</tr>\n", out);
@@ -189,12 +211,12 @@ static void sites_table(FILE *out, const struct svg_index_info *in)
 		const struct callsite *c = &in->sites[i];
 		fputs("<tr><td>", out);
 		svg_put_escaped(out, c->func);
-		/* The innermost line; the lines it is inlined at in the tooltip. */
-		fputs("</td><td title=\"", out);
-		svg_put_escaped(out, c->code);
-		fputs(*c->code ? "\"><code>" : "\">", out);
-		svg_put_escaped_n(out, c->code, (size_t)callsites_inner_len(c->code));
-		fputs(*c->code ? "</code></td><td>" : "</td><td>", out);
+		/* The innermost line, by file name: one table row a line, however long the paths;
+		 * the path and the lines it is inlined at in the tooltip. */
+		fputs("</td>", out);
+		site_cell_code(out, c->code, (size_t)callsites_inner_len(c->code));
+		site_cell_code(out, c->caller ? c->caller : "", c->caller ? strlen(c->caller) : 0);
+		fputs("<td>", out);
 		svg_put_escaped(out, c->lib);
 		fputs("</td>", out);
 		site_cell_u64(out, c->total);
@@ -207,28 +229,43 @@ static void sites_table(FILE *out, const struct svg_index_info *in)
 	fputs("</table>\n", out);
 }
 
+static const char index_style[] =
+	"<style>\n"
+	"body { font-family: Verdana, sans-serif; font-size: 13px; margin: 16px; background: #f8f8f4; }\n"
+	"table { border-collapse: collapse; margin-bottom: 12px; }\n"
+	"th, td { text-align: left; padding: 2px 10px; border-bottom: 1px solid #ddd; }\n"
+	"th { font-weight: normal; color: #555; }\n"
+	".n { text-align: right; font-variant-numeric: tabular-nums; }\n"
+	".z { color: #bbb; }\n"
+	".summary { font-size: 14px; line-height: 1.5; max-width: 1100px; }\n"
+	".sites td:nth-child(2), .sites td:nth-child(3) { max-width: 380px; overflow-wrap: anywhere; }\n"
+	"code { background: #eee; padding: 1px 4px; }\n"
+	"object { display: block; max-width: 100%; border: 1px solid #ccc; margin-bottom: 6px; }\n"
+	"summary { cursor: pointer; color: #555; margin: 8px 0; }\n"
+	".warn { color: #a00; }\n"
+	".nav a { margin-right: 14px; }\n"
+	"</style>\n";
+
+/* "process 42" or "3 processes" */
+static void index_who(FILE *out, const struct svg_index_info *in)
+{
+	if (in->merged)
+		fprintf(out, "%zu processes", in->merged);
+	else
+		fprintf(out, "process %u", in->pid);
+}
+
 int svg_index_write(FILE *out, const struct svg_index_info *in)
 {
 	char buf[128];
 
-	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n", out);
-	fprintf(out, "<title>fltrace: process %u</title>\n", in->pid);
-	fputs("<style>\n"
-	      "body { font-family: Verdana, sans-serif; font-size: 13px; margin: 16px; background: #f8f8f4; }\n"
-	      "table { border-collapse: collapse; margin-bottom: 12px; }\n"
-	      "th, td { text-align: left; padding: 2px 10px; border-bottom: 1px solid #ddd; }\n"
-	      "th { font-weight: normal; color: #555; }\n"
-	      ".n { text-align: right; font-variant-numeric: tabular-nums; }\n"
-	      ".z { color: #bbb; }\n"
-	      ".summary { font-size: 14px; line-height: 1.5; max-width: 1100px; }\n"
-	      ".sites td:nth-child(2) { max-width: 380px; overflow-wrap: anywhere; }\n"
-	      "code { background: #eee; padding: 1px 4px; }\n"
-	      "object { display: block; max-width: 100%; border: 1px solid #ccc; margin-bottom: 6px; }\n"
-	      "summary { cursor: pointer; color: #555; margin: 8px 0; }\n"
-	      ".warn { color: #a00; }\n"
-	      ".nav a { margin-right: 14px; }\n"
-	      "</style>\n</head>\n<body>\n", out);
-	fprintf(out, "<h1>fltrace: process %u</h1>\n<p>Command: <code>", in->pid);
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>fltrace: ", out);
+	index_who(out, in);
+	fputs("</title>\n", out);
+	fputs(index_style, out);
+	fputs("</head>\n<body>\n<h1>fltrace: ", out);
+	index_who(out, in);
+	fputs(in->merged ? "</h1>\n<p>Started by: <code>" : "</h1>\n<p>Command: <code>", out);
 	for (size_t i = 0; i < in->argc; i++) {
 		if (i)
 			fputc(' ', out);
@@ -264,7 +301,8 @@ int svg_index_write(FILE *out, const struct svg_index_info *in)
 
 	fputs("<h2>Run</h2>\n<table>\n", out);
 	snprintf(buf, sizeof(buf), "%u", in->pid);
-	row(out, "pid", buf);
+	if (!in->merged)
+		row(out, "pid", buf);
 	row(out, "executable", in->exe ? in->exe : "");
 	for (size_t i = 0; i < in->noptions; i++)
 		row(out, in->options[i].name, in->options[i].value ? in->options[i].value : "");
@@ -285,5 +323,51 @@ int svg_index_write(FILE *out, const struct svg_index_info *in)
 	if (in->stats_line)
 		stats_table(out, in->stats_line);
 	fputs("</body>\n</html>\n", out);
+	return fflush(out) || ferror(out) ? -EIO : 0;
+}
+
+int svg_index_write_processes(FILE *out, const struct svg_index_proc *v, size_t n,
+			      const char *merged_page)
+{
+	uint64_t all = 0;
+
+	for (size_t i = 0; i < n; i++)
+		all += v[i].faults;
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	      "<title>fltrace: the processes of a recording</title>\n", out);
+	fputs(index_style, out);
+	fprintf(out, "</head>\n<body>\n<h1>fltrace: %zu process%s, %" PRIu64 " faults</h1>\n", n,
+		n == 1 ? "" : "es", all);
+	if (merged_page) {
+		fputs("<p class=\"summary\"><a href=\"", out);
+		svg_put_escaped(out, merged_page);
+		fputs("\">All processes together</a>: one flamegraph, timeline and latency picture for "
+		      "the whole tree.</p>\n", out);
+	}
+	fputs("<h2>Processes by faults</h2>\n<table class=\"procs\">\n<tr><th class=\"n\">faults</th>"
+	      "<th class=\"n\">%</th><th class=\"n\">pid</th><th class=\"n\">parent</th>"
+	      "<th>command</th>", out);
+	for (int k = 0; k < SVG_KIND_NR; k++)
+		fprintf(out, "<th class=\"n\">%s</th>", svg_kind_name(k));
+	fputs("</tr>\n", out);
+	for (size_t i = 0; i < n; i++) {
+		const struct svg_index_proc *p = &v[i];
+		fputs("<tr>", out);
+		site_cell_u64(out, p->faults);
+		fprintf(out, "<td class=\"n\">%.1f</td><td class=\"n\">%u</td><td class=\"n\">%u</td><td>",
+			all ? 100.0 * (double)p->faults / (double)all : 0.0, p->pid, p->ppid);
+		if (p->page) {
+			fputs("<a href=\"", out);
+			svg_put_escaped(out, p->page);
+			fputs("\">", out);
+		}
+		fputs("<code>", out);
+		svg_put_escaped(out, p->cmdline);
+		fputs(p->page ? "</code></a></td>" : "</code></td>", out);
+		for (int k = 0; k < SVG_KIND_NR; k++)
+			site_cell_u64(out, p->by_kind[k]);
+		fputs("</tr>\n", out);
+	}
+	fputs("</table>\n</body>\n</html>\n", out);
 	return fflush(out) || ferror(out) ? -EIO : 0;
 }

@@ -16,6 +16,7 @@
 
 struct svg_index_info {
 	uint32_t pid;
+	size_t merged;                  /* > 0: the page of that many processes together (pid 0) */
 	const char *exe;
 	const char *const *argv;
 	size_t argc;
@@ -40,5 +41,16 @@ struct svg_index_info {
 
 /* 0 or -EIO. Deterministic: no dates, no absolute paths beyond what info holds. */
 int svg_index_write(FILE *out, const struct svg_index_info *info);
+
+/* One process of a recording, on the page that lists them. */
+struct svg_index_proc {
+	uint32_t pid, ppid;
+	char *cmdline;
+	uint64_t faults, by_kind[SVG_KIND_NR];
+	const char *page;               /* its index page (relative), or NULL */
+};
+/* The processes of a recording in the given order, with a link to merged_page if not NULL. */
+int svg_index_write_processes(FILE *out, const struct svg_index_proc *v, size_t n,
+			      const char *merged_page);
 
 #endif

@@ -14,14 +14,16 @@
 #include "allocs.h"
 
 /* Recorded malloc-family pointers, so that free() knows which frees to record. A free that is
- * not recorded (nearly all) is turned away by a counting filter on the pointer's page without a
- * lock; only frees on a page holding a recorded pointer look the table up. */
+ * not recorded (nearly all) is turned away by a counting filter on the pointer without a lock;
+ * only frees of a recorded pointer (or one hashed with it) look the table up. */
 #define ALLOCS_TABLE (1u << 20)    /* slots, power of two */
 #define ALLOCS_FILTER (1u << 22)   /* 16-bit counters, power of two */
 #define SLOT_FREE 0
 #define SLOT_GONE 1                /* a removed key: probing goes on past it */
 
 __thread int64_t rt_tls_alloc_countdown;
+_Atomic uint8_t *allocs_page_map;
+#define ALLOCS_PAGE_MAP_BYTES ((size_t)1 << (ALLOCS_PAGE_BITS - 3))
 
 static struct {
 	bool on;
@@ -35,10 +37,12 @@ static struct {
 static __thread uint64_t tls_rand;
 static __thread bool tls_sampling; /* the countdown was drawn (a thread's first call draws it) */
 
+/* By pointer, not by page: with the first allocation of every heap page recorded, a filter by
+ * page would send nearly every free to the table. Pointers are 16-byte aligned. */
 static uint32_t filter_index(uintptr_t p)
 {
-	uint64_t page = (uint64_t)p >> 12;
-	return (uint32_t)((page * 0x9e3779b97f4a7c15ull) >> 40) & (ALLOCS_FILTER - 1);
+	uint64_t k = (uint64_t)p >> 4;
+	return (uint32_t)((k * 0x9e3779b97f4a7c15ull) >> 40) & (ALLOCS_FILTER - 1);
 }
 
 static uint32_t table_hash(uintptr_t p)
@@ -54,7 +58,28 @@ int allocs_init(uint64_t sample_bytes, bool on)
 		return 0;
 	al.table = rt_map(ALLOCS_TABLE * sizeof(uintptr_t));
 	al.filter = rt_map(ALLOCS_FILTER * sizeof(uint16_t));
-	return al.table && al.filter ? 0 : -ENOMEM;
+	/* Pages get their first allocation recorded whenever small ones are recorded at all. The
+	 * map is touched only where the heap lies: a few KiB for a GiB of heap. */
+	if (sample_bytes)
+		allocs_page_map = rt_map(ALLOCS_PAGE_MAP_BYTES);
+	return al.table && al.filter && (!sample_bytes || allocs_page_map) ? 0 : -ENOMEM;
+}
+
+/* Claims the pages of [p, p+size) for an allocation about to be recorded; true if one of them had
+ * no claim yet (another thread may claim the same page at once: one of them wins). */
+static bool allocs_page_claim(uintptr_t p, size_t size)
+{
+	bool fresh = false;
+
+	if (!allocs_page_map)
+		return false;
+	for (uintptr_t pg = p >> 12, end = (p + (size ? size : 1) - 1) >> 12; pg <= end; pg++) {
+		uintptr_t i = pg & ((1ull << ALLOCS_PAGE_BITS) - 1);
+		uint8_t bit = (uint8_t)(1u << (i & 7));
+		if (!(atomic_fetch_or(&allocs_page_map[i >> 3], bit) & bit))
+			fresh = true;
+	}
+	return fresh;
 }
 
 /* Slots filled with removed keys make probes long: rebuilt in place, from a copy. */
@@ -177,15 +202,20 @@ static bool allocs_recording(void)
 
 void allocs_heap_slow(void *p, size_t size)
 {
-	bool sampled = size < FT_ALLOC_BIG;
-	if (sampled) {
+	bool small = size < FT_ALLOC_BIG, sampled = false, page = false;
+	if (small && rt_tls_alloc_countdown <= 0) {
 		bool first = !tls_sampling;
 		tls_sampling = true;
 		rt_tls_alloc_countdown = allocs_next_distance();
-		if (first)
-			return; /* not a sample: the thread's first small allocation is no likelier than others */
+		/* The thread's first small allocation is no likelier than others: not a sample. */
+		sampled = !first;
 	}
 	if (!p || !allocs_recording())
+		return;
+	/* A small allocation on a page that never had one recorded: its site names the page. */
+	if (small)
+		page = allocs_page_claim((uintptr_t)p, size);
+	if (small && !sampled && !page)
 		return;
 	int saved_errno = errno;
 	rt_tls_internal++; /* the unwinder's own memory is not the program's */
@@ -195,8 +225,10 @@ void allocs_heap_slow(void *p, size_t size)
 	pthread_mutex_unlock(&al.lock);
 	lock_order_drop(LOCK_ALLOCS);
 	if (kept) {
-		allocs_write((uintptr_t)p, size, FT_ALLOC_MALLOC, sampled ? FT_ALLOC_SAMPLED : 0);
-		atomic_fetch_add(sampled ? &rt.stats.allocs_sampled : &rt.stats.allocs_big, 1);
+		allocs_write((uintptr_t)p, size, FT_ALLOC_MALLOC,
+			     (sampled ? FT_ALLOC_SAMPLED : 0) | (page ? FT_ALLOC_PAGE : 0));
+		atomic_fetch_add(!small ? &rt.stats.allocs_big : sampled ? &rt.stats.allocs_sampled :
+				 &rt.stats.allocs_page, 1);
 	} else {
 		atomic_fetch_add(&rt.stats.allocs_lost, 1);
 	}
@@ -251,6 +283,9 @@ void allocs_fork_child(void)
 		return;
 	rt_unmap(al.table, ALLOCS_TABLE * sizeof(uintptr_t));
 	rt_unmap((void *)al.filter, ALLOCS_FILTER * sizeof(uint16_t));
+	if (allocs_page_map)
+		rt_unmap((void *)allocs_page_map, ALLOCS_PAGE_MAP_BYTES);
+	allocs_page_map = NULL;
 	al.used = al.gone = 0;
 	if (allocs_init(al.sample_bytes, true) < 0)
 		al.on = false; /* no memory for the child's table: it records no allocations */

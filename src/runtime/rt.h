@@ -98,7 +98,7 @@ struct rt_stats {
 	_Atomic uint64_t untracked_shared_file_bytes, untracked_shared_file_maps;
 	_Atomic uint64_t loader_file_bytes, loader_file_maps;   /* --files=all: loader mappings traced */
 	_Atomic uint64_t untracked_loader_file_bytes, untracked_loader_file_maps; /* ... and left alone */
-	_Atomic uint64_t allocs_big, allocs_sampled, allocs_maps, allocs_lost; /* allocation records */
+	_Atomic uint64_t allocs_big, allocs_sampled, allocs_page, allocs_maps, allocs_lost; /* allocation records */
 	_Atomic uint64_t far_puts, far_gets; /* pages written to and read from the far backend */
 	/* --poll percpu (pollers.c): faults routed to another CPU's poller, routed faults another
 	 * poller took after they waited, faults the backstop served, pollers it gave normal priority */

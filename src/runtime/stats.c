@@ -170,6 +170,7 @@ void stats_write_line(void)
 	kv(&f, "untracked_loader_file_maps", atomic_load(&s->untracked_loader_file_maps));
 	kv(&f, "allocs_big", atomic_load(&s->allocs_big));
 	kv(&f, "allocs_sampled", atomic_load(&s->allocs_sampled));
+	kv(&f, "allocs_page", atomic_load(&s->allocs_page));
 	kv(&f, "allocs_maps", atomic_load(&s->allocs_maps));
 	kv(&f, "allocs_lost", atomic_load(&s->allocs_lost));
 	kv(&f, "alloc_sample_bytes", rt.cfg.allocs ? rt.cfg.alloc_sample : 0);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of `fltrace record` on small programs: every spelling of the sizes, the
 # command's own arguments reaching it untouched, the environment contract of inc/fltrace/config.h,
-# exit statuses, signals, removal of an earlier recording, and the summary line.
+# exit statuses, signals, an earlier recording kept in fltrace-data.old, and the summary line.
 . "$(dirname "$0")/../lib.sh"
 
 # Spellings: the refusal "-L larger than -M" prints the parsed value, so no run is needed.
@@ -113,19 +113,33 @@ signal_case sigint_ignored_by_fltrace INT 3 "touch $TMP/started; sleep 1; exit 3
 env --default-signal=INT "${REC[@]}" -- sh -c 'kill -INT $$; exit 0' 2>/dev/null
 expect_eq sigint_default_in_command "exit status" 130 $?
 
-# An earlier recording in the output directory is removed first, and only that.
-mkdir -p "$TMP/old"
+# An earlier recording in the output directory is kept in fltrace-data.old/, one generation: the
+# run before it goes, files that are not fltrace's stay, and the note says where.
+mkdir -p "$TMP/old/fltrace-data.old"
 touch "$TMP/old/fltrace-data-stats-999999999.out" "$TMP/old/fltrace-data-faults-999999999-0.out" \
-	"$TMP/old/keep.txt"
+	"$TMP/old/keep.txt" "$TMP/old/fltrace-data.old/fltrace-data-stats-888888888.out" \
+	"$TMP/old/fltrace-data.old/notes.txt"
 err=$("$FLTRACE" record -L 16 -M 64 -o "$TMP/old" -- true 2>&1 >/dev/null)
-if ! grep -q "^fltrace: record: removed 2 fltrace-data-\* files of an earlier recording from $TMP/old$" <<<"$err"; then
-	fail old_recording_removed "no note of 2 removed files: $err"
+old_now=$(cd "$TMP/old/fltrace-data.old" && ls | tr '\n' ' ')
+if ! grep -q "^fltrace: record: moved the earlier recording (2 fltrace-data-\* files) to $TMP/old/fltrace-data.old, replacing the one before it$" <<<"$err"; then
+	fail old_recording_kept "no note of 2 files moved: $err"
 elif [ -e "$TMP/old/fltrace-data-stats-999999999.out" ] || [ -e "$TMP/old/fltrace-data-faults-999999999-0.out" ]; then
-	fail old_recording_removed "old files still there"
+	fail old_recording_kept "old files still beside the new run"
+elif [ "$old_now" != "fltrace-data-faults-999999999-0.out fltrace-data-stats-999999999.out notes.txt " ]; then
+	fail old_recording_kept "fltrace-data.old holds: $old_now"
 elif [ ! -e "$TMP/old/keep.txt" ]; then
-	fail old_recording_removed "removed a file that is not fltrace's"
+	fail old_recording_kept "moved a file that is not fltrace's"
 else
-	pass old_recording_removed
+	pass old_recording_kept
+fi
+# and the run just made is the next one kept: report reads it there
+new_trace=$(cd "$TMP/old" && ls fltrace-data-trace-*.bin)
+"$FLTRACE" record -L 16 -M 64 -o "$TMP/old" -- true 2>/dev/null
+if [ -n "$new_trace" ] && [ -f "$TMP/old/fltrace-data.old/$new_trace" ] &&
+	"$FLTRACE" report -i "$TMP/old/fltrace-data.old" --top 1 > /dev/null 2>&1; then
+	pass old_recording_readable
+else
+	fail old_recording_readable "$new_trace not in fltrace-data.old, or report cannot read it"
 fi
 mkdir -p "$TMP/new/sub"
 "$FLTRACE" record -L 16 -M 64 -o "$TMP/new/sub/dir" -- true 2>/dev/null

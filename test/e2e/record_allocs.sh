@@ -77,3 +77,63 @@ same_output allocs_sample_all "-L 64 -M 512 --alloc-sample 1" "$prog" small 2000
 same_output allocs_sample_default "-L 64 -M 512" "$prog" small 20000 &&
 	expect_stat allocs_sample_default_few "$TMP/allocs_sample_default" allocs_sampled -lt 200
 expect_error allocs_sample_bad 2 "alloc-sample" "$FLTRACE" record -L 16 -M 64 --alloc-sample 12Q -- /bin/true
+
+# Small objects by default: the first allocation placed on each heap page is recorded, so the
+# faults of 20000 x 100 B (at least 488 pages of data) go to the line that allocated them, not to
+# [no recorded allocation] (without it: a handful of sampled objects' pages).
+sm=$(src_line allocsites.c SMALL-MALLOC); ss=$(src_line allocsites.c SMALL-SET)
+if same_output allocs_small_pages "" "$prog" small 20000; then
+	dir=$TMP/allocs_small_pages
+	"$FLTRACE" report -i "$dir" --by alloc -o "$dir/a.csv" > /dev/null 2>&1
+	z=$(row_of "$dir/a.csv" "allocsites.c:$sm" zero)
+	at=$(row_of "$dir/a.csv" "allocsites.c:$sm" fault_code | sed 's/^[0-9]*@.*\///; s/<\/\/>.*//')
+	if [ "${z:-0}" -ge 488 ] && [ "$at" = "allocsites.c:$ss" ]; then pass allocs_small_by_page
+	else fail allocs_small_by_page "allocsites.c:$sm has ${z:-no} first touches (want >= 488), faulted at '$at'"; fi
+	expect_stat allocs_small_page_count "$dir" allocs_page -ge 488
+fi
+# The same program stripped: the site is the program's call, object+offset, never libc's start-up.
+cp "$prog" "$TMP/allocsites-stripped" && strip "$TMP/allocsites-stripped"
+if same_output allocs_stripped "" "$TMP/allocsites-stripped" small 20000; then
+	dir=$TMP/allocs_stripped
+	"$FLTRACE" report -i "$dir" --by alloc -o "$dir/a.csv" > /dev/null 2>&1
+	site=$(awk -F, 'NR == 2 { print $1 }' "$dir/a.csv")
+	case "$site" in
+	allocsites-stripped+0x*) pass allocs_stripped_site ;;
+	*) fail allocs_stripped_site "biggest site is '$site', not the program's call" ;;
+	esac
+	expect_eq allocs_no_libc_start "no site in libc's start-up" "" \
+		"$(awk -F, 'NR > 1 && $1 ~ /libc-start/' "$dir/a.csv")"
+fi
+
+# Real programs, default options: at most 10% of their faults on no recorded allocation.
+# no_alloc_share NAME: per mille of the faults in the [no recorded allocation] row of run NAME
+no_alloc_share() {
+	"$FLTRACE" report -i "$TMP/$1" --by alloc -o "$TMP/$1/a.csv" > /dev/null 2>&1
+	python3 - "$TMP/$1/a.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+total = sum(int(r["count"]) for r in rows)
+none = sum(int(r["count"]) for r in rows if r["alloc_site"] == "[no recorded allocation]")
+print(none * 1000 // total if total else 1000)
+PY
+}
+W=$TMP/work; mkdir -p "$W"
+cat > "$W/t.sql" <<'SQL'
+CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v TEXT);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 30000)
+  INSERT INTO t SELECT x, (x * 2654435761) % 1000003, printf('%064d', x * 7919) FROM c;
+CREATE INDEX tk ON t(k);
+SELECT count(*), sum(k) FROM t WHERE k % 7 = 3;
+SQL
+awk 'BEGIN { x = 12345; for (i = 0; i < 60000; i++) { x = (x * 16807) % 2147483647; printf "%010d %028d\n", x, i } }' > "$W/lines"
+real_case() { # NAME CMD...: the run's output as native, and at most 10% unattributed
+	local name=$1; shift
+	if ! command -v "$1" > /dev/null; then skip "$name" "$1 not installed (deps.sh)"; return; fi
+	same_output "$name" "" "$@" || return
+	local pm; pm=$(no_alloc_share "$name")
+	if [ "$pm" -le 100 ]; then pass "${name}_attributed"
+	else fail "${name}_attributed" "$pm per mille of the faults on no recorded allocation (at most 100)"; fi
+}
+real_case allocs_sqlite3 /usr/bin/sqlite3 :memory: ".read $W/t.sql"
+real_case allocs_gawk /usr/bin/gawk '{ c[substr($1, 1, 4)]++; s[$2] = $1 } END { n = 0; for (k in s) n++; print length(c), n }' "$W/lines"
+real_case allocs_python3 /usr/bin/python3 -c 'd = {i: "v%09d" % (i * 7919 % 60000) for i in range(60000)}; print(len(d), sorted(d.values())[100])'

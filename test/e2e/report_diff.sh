@@ -71,12 +71,16 @@ if command -v xmllint >/dev/null; then
 	if xmllint --noout "$S" 2>/dev/null; then pass vis_diff_xml; else fail vis_diff_xml "not well-formed"; fi
 fi
 expect_eq vis_diff_grew "re-fetch leaf 3 -> 10: red, the deepest" \
-	"synth_leaf (test_report.c:$leaf_line) [r] (10 faults, $(python3 -c "print('%.2f' % (1000/($total+7)))")%) / before: 3, change: +7 (+233.3%)|rgb(255,50,50)" \
+	"synth_leaf (test_report.c:$leaf_line) [r] (10 faults, $(python3 -c "print('%.2f' % (1000/($total+7)))")%) / before: 3, change: +7 (+233.3%); ending here: 3 before, 10 now|rgb(255,50,50)" \
 	"$(frame "synth_leaf (test_report.c:$leaf_line) [r]" "$S")"
+# The change is coloured where it happened: the root, whose total grew by the same 7, only
+# lightly (before, it was the deepest red and the leaves that grew looked pale beside it).
+expect_eq vis_diff_root_light "the root: a light tint of the growth below it" \
+	"rgb(255,204,204)" "$(frame "all (" "$S" | sed 's/.*|//')"
 expect_eq vis_diff_same "first touches unchanged: grey" \
 	"rgb(225,225,225)" "$(frame "synth_leaf (test_report.c:$leaf_line) [w]" "$S" | sed 's/.*|//')"
 "$FLTRACE" visualize --diff "$A" "$C" -o "$TMP/vis" > /dev/null 2>&1
 expect_eq vis_diff_shrank "re-fetch leaf 3 -> 1: blue" \
-	"synth_leaf (test_report.c:$leaf_line) [r] (1 faults, $(python3 -c "print('%.2f' % (100/($total-2)))")%) / before: 3, change: -2 (-66.7%)|rgb(50,50,255)" \
+	"synth_leaf (test_report.c:$leaf_line) [r] (1 faults, $(python3 -c "print('%.2f' % (100/($total-2)))")%) / before: 3, change: -2 (-66.7%); ending here: 3 before, 1 now|rgb(50,50,255)" \
 	"$(frame "synth_leaf (test_report.c:$leaf_line) [r]" "$S")"
 expect_error vis_diff_one_dir 2 "--diff needs two trace directories" "$FLTRACE" visualize --diff "$A"

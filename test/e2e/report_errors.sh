@@ -52,3 +52,20 @@ msg=$("$FLTRACE" report -i "$D" 2>&1)
 case "$msg" in *"gone-bin: no longer exists"*) pass report_binary_gone_warns ;; *) fail report_binary_gone_warns "$msg" ;; esac
 lib=$(python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1])))[0]; print(r["lib"].split("<//>")[0], r["code"].split("<//>")[0])' "$D/fltrace-data-report-1000.out")
 expect_eq report_binary_gone_frames "lib and code" "$TMP/gone-bin ??:?" "$lib"
+
+# A directory the user cannot write: the message names -o, the way out.
+D=$TMP/ro/d; mkdir -p "$D"; "$GEN" --write "$D" 1000 >/dev/null
+chmod 755 "$TMP" "$TMP/ro"; chmod 644 "$D"/*; chmod 555 "$D"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	expect_error report_readonly_dir 1 "cannot write $D/fltrace-data-report-1000.out: Permission denied; .*-o FILE" \
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$FLTRACE" report -i "$D"
+elif [ "$(id -u)" != 0 ]; then
+	expect_error report_readonly_dir 1 "cannot write $D/fltrace-data-report-1000.out: Permission denied; .*-o FILE" \
+		"$FLTRACE" report -i "$D"
+else skip report_readonly_dir "no setpriv to drop root"; fi
+chmod 755 "$D"
+
+# report --help cites only what the user has: no file of the developers' notes.
+if "$FLTRACE" report --help | grep -q 'formats\.md'; then fail report_help_no_formats_md "--help cites formats.md"
+elif "$FLTRACE" report --help | grep -q 'Report CSV'; then pass report_help_no_formats_md
+else fail report_help_no_formats_md "--help does not say where the CSV's columns are"; fi

@@ -93,16 +93,16 @@ want="test_report;synth_site_c;synth_site_b;synth_leaf 8"
 got=$(python3 - "$T" <<'PYEOF'
 import re, sys, collections
 # perf script's layout: an event line "comm pid/tid [cpu] time: period event:", then one
-# "\taddr sym (dso)" line per frame, leaf first, then a blank line.
+# "\taddr sym (dso)" line per frame, leaf first, then a blank line. A sample weighs its period.
 stacks, cur, comm = collections.Counter(), None, None
 for line in open(sys.argv[1]):
     line = line.rstrip("\n")
     m = re.match(r"^(\S+) (\d+)/(\d+) \[\d+\] (\d+\.\d{6}): (\d+) (\S+):$", line)
     if m:
         assert cur is None, "event line inside a sample"
-        comm, cur = m.group(1), []
+        comm, cur, period = m.group(1), [], int(m.group(5))
     elif line == "":
-        stacks[";".join([comm] + cur[::-1])] += 1
+        stacks[";".join([comm] + cur[::-1])] += period
         cur = None
     else:
         m = re.match(r"^\t *([0-9a-f]+) (\S.*) \((\S+)\)$", line)
@@ -114,14 +114,33 @@ for k, v in stacks.most_common(1):
 PYEOF
 )
 expect_eq perf_script_layout "samples in perf script's layout" "$total|$want" "$(tr '\n' '|' <<< "$got" | sed 's/|$//')"
+expect_eq perf_script_one_sample_a_callsite "samples: one per distinct stack" \
+	"$("$FLTRACE" report -i "$D" -o - 2>/dev/null | python3 -c 'import csv,sys; print(len(list(csv.DictReader(sys.stdin))))')" \
+	"$(grep -c ' page-faults:$' "$T")"
 SC=$(command -v stackcollapse-perf.pl || true)
 [ -z "$SC" ] && [ -n "${FLAMEGRAPH_DIR:-}" ] && SC=$FLAMEGRAPH_DIR/stackcollapse-perf.pl
 if [ -n "$SC" ] && [ -f "$SC" ]; then
-	expect_eq perf_script_stackcollapse "stackcollapse-perf.pl" "$want" \
+	# it counts samples, one per callsite, whatever their period
+	expect_eq perf_script_stackcollapse "stackcollapse-perf.pl" "${want% *} 1" \
 		"$(perl "$SC" "$T" 2>/dev/null | grep synth_leaf)"
 else
 	skip perf_script_stackcollapse "FlameGraph's stackcollapse-perf.pl not found (Debian does not package it; set FLAMEGRAPH_DIR)"
 fi
+
+# A real sort under a small -L (re-fetches at thousands of stacks): the export is no bigger than
+# the trace it comes from (a stack per page made it 4x that), and its periods sum to the faults.
+if have_uffd && have_preload; then
+	S=$TMP/sort; mkdir -p "$S"
+	awk 'BEGIN { x = 12345; for (i = 0; i < 200000; i++) { x = (x * 16807) % 2147483647; printf "%010d %028d\n", x, i } }' > "$S/in"
+	if LC_ALL=C timeout "$HANG" "$FLTRACE" record -L 8 -M 1024 -o "$S" -- sort -o "$S/out" "$S/in" > /dev/null 2>&1 &&
+		"$FLTRACE" report -i "$S" --format perf-script > /dev/null 2>&1; then
+		pt=$(stat -c %s "$S"/fltrace-data-report-*.perf.txt); tr=$(stat -c %s "$S"/fltrace-data-trace-*.bin)
+		sum=$(awk '/ page-faults:$/ { s += $(NF - 1) } END { print s }' "$S"/fltrace-data-report-*.perf.txt)
+		faults=$(stat_max "$S" faults)
+		if [ "$pt" -le "$tr" ] && [ "$sum" = "$faults" ]; then pass perf_script_sort_size
+		else fail perf_script_sort_size "perf.txt $pt bytes, trace $tr; periods sum to $sum, $faults faults"; fi
+	else fail perf_script_sort_size "record or report of sort failed"; fi
+else skip perf_script_sort_size "userfaultfd or the preload library missing"; fi
 
 # ---- output choices
 "$FLTRACE" report -i "$D" --format speedscope -o "$TMP/one.json" >/dev/null 2>&1

@@ -67,7 +67,7 @@ while IFS=, read -r run pol lm procs faults zero refetch file wp sys nost samp w
 done < <(tail -n +2 "$D/sweep.csv")
 if [ -z "$bad" ]; then pass sweep_refetch_stats; else fail sweep_refetch_stats "$bad"; fi
 
-# The curve: well-formed, one line per policy in each panel, a dot per run.
+# The curve: well-formed, one line per policy in each panel (of each scale), a dot per run.
 svg=$D/curve.svg
 if ! command -v xmllint >/dev/null; then skip sweep_svg "no xmllint (apt-get install libxml2-utils)"
 elif ! xmllint --noout "$svg" 2>"$TMP/xml"; then fail sweep_svg "not well-formed: $(head -2 "$TMP/xml")"
@@ -78,7 +78,8 @@ else
 		done; done)
 	dots=$(xmllint --xpath 'count(//*[local-name()="circle"])' "$svg")
 	pts=$(xmllint --xpath 'string(//*[local-name()="polyline"][@data-panel="refetch"][@data-policy="fifo"]/@points)' "$svg" | wc -w)
-	if [ "$lines" != 4 ] || [ "$per" != "1 1 1 1 " ] || [ "$dots" != 12 ] || [ "$pts" != 3 ]; then
+	# each twice: on the linear scale and on the log scale
+	if [ "$lines" != 8 ] || [ "$per" != "2 2 2 2 " ] || [ "$dots" != 24 ] || [ "$pts" != 3 ]; then
 		fail sweep_svg "$lines polylines (per panel/policy: $per), $dots dots, $pts points in fifo's line"
 	elif ! grep -q 'local memory (-L, log scale)' "$svg" || ! grep -q '>re-fetches (pages)<' "$svg" ||
 		! grep -q '>16 MiB<' "$svg"; then fail sweep_svg "axis labels missing"
@@ -110,17 +111,35 @@ A=$TMP/auto
 timeout -k 10 "$HANG" "$FLTRACE" sweep -M 64 -o "$A" -- "$FS" 8 1 > /dev/null 2> "$TMP/err" < /dev/null
 rc=$?
 peak=$(awk -F, '$1 == "ample" { print $15 }' "$A/sweep.csv" 2>/dev/null)
-want="ample:$((64 << 20))"
-for k in 1 2 3 4; do
-	s=$(( ((${peak:-0} >> k) + 4095) / 4096 * 4096 ))
-	want="$want L$(( (s + 1023) / 1024 ))K-$DEF:$s"
-done
+# P/2 .. P/16, each rounded up to two significant digits of K, M or G (then to a page), and named
+# so: "L4.1M", not "L4195K"
+want="ample:$((64 << 20))$(python3 - "${peak:-0}" "$DEF" <<'PY'
+import math, sys
+peak, pol = int(sys.argv[1]), sys.argv[2]
+for k in range(1, 5):
+    b = peak >> k
+    unit, c = (1 << 30, "G") if b >= 1 << 30 else (1 << 20, "M") if b >= 1 << 20 else (1024, "K")
+    v = b / unit
+    step = 10 if v >= 100 else 1 if v >= 10 else 0.1
+    r = math.ceil(v / step - 1e-9) * step
+    name = ("%.1f" % r) if step < 1 and r != math.floor(r) else "%.0f" % r
+    size = (math.ceil(r * unit) + 4095) // 4096 * 4096
+    print(" L%s%s-%s:%d" % (name, c, pol, size), end="")
+PY
+)"
 got=$(tail -n +2 "$A/sweep.csv" 2>/dev/null | awk -F, '{ printf "%s%s:%s", (NR > 1 ? " " : ""), $1, $3 }')
 if [ $rc -ne 0 ]; then fail sweep_auto_sizes "exit $rc: $(tail -2 "$TMP/err")"
 elif [ "${peak:-0}" -lt $((8 << 20)) ]; then fail sweep_auto_sizes "ample peak $peak below the 8 MiB array"
 elif [ "$got" != "$want" ]; then fail sweep_auto_sizes "runs '$got', expected '$want'"
 elif ! grep -q 'run 1/5: ample' "$TMP/err"; then fail sweep_auto_sizes "progress: $(head -1 "$TMP/err")"
 else pass sweep_auto_sizes; fi
+# the curve's log scale: its own panels, picked by #log (or the button) in a browser
+if [ -x /usr/bin/chromium ] && [ -s "$A/curve.svg" ]; then
+	st=$(timeout "$HANG" /usr/bin/chromium --headless --no-sandbox --disable-gpu --no-first-run \
+		--user-data-dir="$TMP/chrome" --dump-dom "file://$A/curve.svg#log" 2>/dev/null |
+		grep -o 'data-state="[^"]*"' | head -1)
+	expect_eq sweep_curve_log "state of curve.svg#log" 'data-state="log"' "$st"
+else skip sweep_curve_log "no chromium"; fi
 
 # ---- output that depends on -L (record tells the program its size in FLTRACE_LOCALMEM) ----
 O=$TMP/differs
@@ -163,3 +182,10 @@ if [ $rc -ne 0 ] || [ -n "$missing" ]; then fail sweep_help "exit $rc, missing:$
 elif [ "$h" != "$("$FLTRACE" help sweep)" ]; then fail sweep_help "'fltrace help sweep' differs from --help"
 elif ! "$FLTRACE" help | grep -q '^  sweep  '; then fail sweep_help "the top-level help does not list sweep"
 else pass sweep_help; fi
+
+# A command that does not exist: one line before any run, and nothing left on disk.
+N=$TMP/nosuch
+expect_error sweep_no_such_command 127 "^fltrace: nosuchprog-fltrace: command not found" \
+	"$FLTRACE" sweep -o "$N" -- nosuchprog-fltrace
+if [ -e "$N" ]; then fail sweep_no_such_command_nothing_left "$(find "$N" | head -3 | tr '\n' ' ')"
+else pass sweep_no_such_command_nothing_left; fi

@@ -12,7 +12,8 @@ P=31337
 SHOTS=$BUILD/test/screenshots
 
 NAMES=(visualize_browser_zoom_search visualize_browser_reset visualize_browser_screenshot
-	visualize_browser_timeline visualize_browser_index visualize_browser_index_answer_first)
+	visualize_browser_timeline visualize_browser_index visualize_browser_index_answer_first
+	visualize_browser_fold visualize_browser_first_screen)
 if [ ! -x "$CHROMIUM" ]; then
 	for n in "${NAMES[@]}"; do skip "$n" "no browser at $CHROMIUM (apt-get install chromium)"; done
 	exit 0
@@ -150,4 +151,42 @@ elif ! printf '%s' "$dom" | grep -q '1220 zero-filled first touches (56.5%), 600
 elif ! printf '%s' "$dom" | tr -d '\n' | grep -q '<tr><td>vis_scan_leaf</td>'; then
 	fail visualize_browser_index_answer_first "no vis_scan_leaf row in the callsites table"
 else pass visualize_browser_index_answer_first; fi
-echo "screenshots (look at them): $SHOTS/index.png $SHOTS/flamegraph.png $SHOTS/timeline.png"
+# A single 66-frame stack does not make the picture tall: 16 levels are in view (the default
+# --fold), and a click on a frame of the deep stack moves its subtree into view.
+DEEP=$TMP/deep
+"$GEN" --write-deep "$DEEP" && "$FLTRACE" visualize -i "$DEEP" > /dev/null 2>&1
+DFG=$DEEP/fltrace-data-flamegraph-31339.svg
+height=$(grep -o '<svg [^>]*height="[0-9]*"' "$DFG" 2>/dev/null | grep -o 'height="[0-9]*"' | head -1)
+dom=$(browse --dump-dom "file://$DFG#c=$(urlenc "vis_scan (test_vis_trace.c:$(grep -n '^__attribute__((noinline)) void vis_scan(void)' "$ROOT/test/unit/test_vis_trace.c" | cut -d: -f1))")" 2>"$TMP/console4")
+shift=$(printf '%s' "$dom" | grep -o '<g id="shift" transform="[^"]*"' | head -1)
+if [ "$height" != 'height="394"' ]; then fail visualize_browser_fold "picture $height, not 394 px (16 levels)"
+elif grep -qi 'Uncaught' "$TMP/console4"; then fail visualize_browser_fold "script error: $(grep -i Uncaught "$TMP/console4" | head -1)"
+elif [ "$shift" != '<g id="shift" transform="translate(0,32)"' ]; then
+	fail visualize_browser_fold "after a click on vis_scan at depth 3: '$shift', expected the view moved 2 levels"
+else pass visualize_browser_fold; fi
+
+# The first screen (1400x1000) of a real program's index page holds the top callsites and the
+# whole flamegraph, its root (the widest frame, at the bottom) included: python3 importing a few
+# modules has stacks 30 to 60 frames deep.
+if ! have_uffd || ! have_preload; then skip visualize_browser_first_screen "userfaultfd or the preload library missing"
+else
+	PY=$TMP/py
+	mkdir -p "$PY"
+	timeout "$HANG" "$FLTRACE" record -o "$PY" -- /usr/bin/python3 -c 'import json, decimal, email.parser; b = bytearray(8 << 20)' > /dev/null 2>&1
+	"$FLTRACE" visualize -i "$PY" > /dev/null 2>&1
+	idx=$(ls "$PY"/fltrace-data-index-*.html 2>/dev/null | head -1)
+	FSHOT=$SHOTS/index-first-screen.png
+	rm -f "$FSHOT"
+	[ -n "$idx" ] && browse --screenshot="$FSHOT" --window-size=1400,1000 --virtual-time-budget=2000 "file://$idx" >/dev/null 2>&1
+	root=$(grep -o '<title>all ([^<]*</title><rect [^>]*fill="rgb([0-9,]*)"' "${idx%/*}"/fltrace-data-flamegraph-[0-9]*.svg 2>/dev/null |
+		head -1 | sed 's/.*rgb(\([0-9,]*\)).*/\1/' | tr ',' ' ')
+	if [ -z "$idx" ] || [ ! -s "$FSHOT" ] || [ -z "$root" ]; then
+		fail visualize_browser_first_screen "no index page, screenshot or root frame (${idx:-no index})"
+	else
+		# the root row: 1180 px by 15, less its label
+		px=$(count_colour "$FSHOT" $root)
+		if [ "${px:-0}" -ge 15000 ] && grep -q '<h2>Top callsites</h2>' "$idx"; then pass visualize_browser_first_screen
+		else fail visualize_browser_first_screen "the flamegraph's root has $px pixels of rgb($root) on the first screen (want >= 15000)"; fi
+	fi
+fi
+echo "screenshots (look at them): $SHOTS/index.png $SHOTS/flamegraph.png $SHOTS/timeline.png $SHOTS/index-first-screen.png"

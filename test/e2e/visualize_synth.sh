@@ -23,9 +23,10 @@ for pid in $P $P2; do
 	done
 	[ -s "$RUN/fltrace-data-index-$pid.html" ] || missing="$missing index-$pid.html"
 done
+[ -s "$RUN/fltrace-data-index.html" ] || missing="$missing index.html"  # the processes page
 if [ $rc -ne 0 ]; then fail visualize_all_files "exit $rc: $(cat "$TMP/err")"
 elif [ -n "$missing" ]; then fail visualize_all_files "missing:$missing"
-elif [ "$(printf '%s\n' "$out" | grep -c '')" != 12 ]; then fail visualize_all_files "stdout lists $(printf '%s\n' "$out" | grep -c '') files, not 12"
+elif [ "$(printf '%s\n' "$out" | grep -c '')" != 13 ]; then fail visualize_all_files "stdout lists $(printf '%s\n' "$out" | grep -c '') files, not 13"
 else pass visualize_all_files; fi
 
 if command -v xmllint >/dev/null; then

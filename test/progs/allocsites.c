@@ -31,8 +31,8 @@ static int small(int n)
 	char **v = malloc((size_t)n * sizeof(*v));
 	unsigned long sum = 0;
 	for (int i = 0; i < n; i++) {
-		v[i] = malloc(100);
-		memset(v[i], i & 0xff, 100);
+		v[i] = malloc(100); /* SMALL-MALLOC */
+		memset(v[i], i & 0xff, 100); /* SMALL-SET */
 		sum += (unsigned char)v[i][i % 100];
 	}
 	for (int i = 0; i < n; i++)

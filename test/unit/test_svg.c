@@ -365,8 +365,10 @@ static int t_index(void)
 {
 	const char *argv[] = { "./prog", "<arg>", "a&b" };
 	uint64_t p1[SVG_KIND_NR] = { 7, 0, 0, 0, 0 }, p2[SVG_KIND_NR] = { 0, 0, 3, 0, 0 };
-	const struct callsite sites[] = { { "fill<T>", "prog.c:19<<<prog.c:40", "prog", p1, 7, 7 },
-					  { "read", "prog.c:30", "prog", p2, 3, 3 } };
+	const struct callsite sites[] = { { "fill<T>", "prog.c:19<<<prog.c:40", "prog", p1, 7, 7,
+					    "prog.c:19" },
+					  { "__memcpy_evex", "memcpy.S:3", "libc.so.6", p2, 3, 3,
+					    "prog.c:30" } };
 	struct svg_index_info in = {
 		.pid = 42, .exe = "/bin/prog", .argv = argv, .argc = 3,
 		.options = { { "localmem", "64 MiB" } }, .noptions = 1,
@@ -397,9 +399,11 @@ static int t_index(void)
 	      "summary paragraph: %.400s", strstr(buf, "<p class=\"summary\">"));
 	CHECK(strstr(buf, "8 KiB in 2 mappings mapped by the program but not tracked"), "untracked maps");
 	CHECK(strstr(buf, "<tr><td>fill&lt;T&gt;</td><td title=\"prog.c:19&lt;&lt;&lt;prog.c:40\">"
-			  "<code>prog.c:19</code></td><td>prog</td>"
+			  "<code>prog.c:19</code></td><td title=\"prog.c:19\"><code>prog.c:19</code></td><td>prog</td>"
 			  "<td class=\"n\">7</td><td class=\"n\">70.0</td><td class=\"n\">7</td>"),
 	      "callsites row");
+	CHECK(strstr(buf, "<code>memcpy.S:3</code></td><td title=\"prog.c:30\"><code>prog.c:30</code>"
+			  "</td><td>libc.so.6"), "a leaf in libc beside the program's line that called it");
 	/* The answer first, the pictures next, the raw stats last and folded. */
 	const char *sum = strstr(buf, "class=\"summary\""), *tab = strstr(buf, "Top callsites"),
 		   *obj = strstr(buf, "<object"), *det = strstr(buf, "<details>");
@@ -446,16 +450,32 @@ static int t_curve(void)
 
 	CHECK(x && y && z, "render failed");
 	CHECK(!strcmp(x, y) && !strcmp(x, z), "two renders of the same points differ");
-	CHECK(count_str(x, "<polyline class=\"curve\"") == 4, "expected 4 lines (2 panels x 2 "
-	      "policies), got %zu", count_str(x, "<polyline"));
-	CHECK(count_str(x, "data-policy=\"f&lt;i&gt;fo\"") == 2, "policy name not escaped");
+	CHECK(count_str(x, "<polyline class=\"curve\"") == 8, "expected 8 lines (2 scales x 2 panels x "
+	      "2 policies), got %zu", count_str(x, "<polyline"));
+	CHECK(count_str(x, "data-policy=\"f&lt;i&gt;fo\"") == 4, "policy name not escaped");
 	/* fifo's unknown slowdown is left out of its slowdown line and gets no dot. */
 	line = strstr(x, "data-panel=\"slowdown\" data-policy=\"f&lt;i&gt;fo\"");
 	CHECK(line, "no fifo slowdown line");
 	line = strstr(line, "points=\"");
 	CHECK(line && strchr(line + 8, '"') - (line + 8) > 0 && !memchr(line + 8, ' ',
 	      (size_t)(strchr(line + 8, '"') - (line + 8))), "fifo's slowdown line has more than one point");
-	CHECK(count_str(x, "<circle") == 9, "expected 9 dots, got %zu", count_str(x, "<circle"));
+	CHECK(count_str(x, "<circle") == 18, "expected 9 dots a scale, got %zu", count_str(x, "<circle"));
+	/* The log scale: its own panels, hidden until the button or #log picks them; the re-fetch axis
+	 * at 0 and powers of ten up to the 6147 re-fetches, the slowdown's at powers of two. */
+	const char *lg = strstr(x, "<g class=\"panel log\" id=\"refetch-log\">");
+	const char *lgs = strstr(x, "<g class=\"panel log\" id=\"slowdown-log\">");
+	CHECK(lg && lgs && strstr(x, ".log, .logy .lin { display: none; }") &&
+	      strstr(x, "<text id=\"scale\" class=\"btn\"") && strstr(x, "window.location.hash === '#log'"),
+	      "no log panels or no switch");
+	CHECK(strstr(lg, ">0</text>") && strstr(lg, ">10</text>") && strstr(lg, ">10000</text>") &&
+	      !strstr(lg, ">100000</text>") && strstr(lg, "re-fetches (pages), log scale"), "log re-fetch axis");
+	CHECK(strstr(lgs, ">1</text>") && strstr(lgs, ">2</text>") && !strstr(lgs, ">4</text>"),
+	      "log slowdown axis");
+	{
+		char b8[32];
+		svg_fmt_bytes(b8, sizeof(b8), 8357888); /* 7.97 MiB */
+		CHECK(!strcmp(b8, "8 MiB"), "7.97 MiB printed as %s, not 8 MiB", b8);
+	}
 	CHECK(strstr(x, ">4 MiB</text>") && strstr(x, ">8 MiB</text>") &&
 	      strstr(x, ">ample &lt;16&gt;</text>") && !strstr(x, ">16 MiB</text>"),
 	      "x ticks are not the swept sizes, or the label of a point did not name its tick");

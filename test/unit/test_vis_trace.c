@@ -1,5 +1,6 @@
 /* Synthetic traces for the visualize tests: with `--write DIR` writes a recording (two processes,
- * one with an exec, every fault kind, real symbols of this binary); alone, checks it reads back. */
+ * one with an exec, every fault kind, real symbols of this binary), with `--write-deep DIR` one
+ * with a single very deep stack; alone, checks it reads back. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,8 +105,49 @@ static int vis_write_all(const char *dir)
 	return fclose(f) ? -errno : 0;
 }
 
+/* A process whose faults are nearly all at a shallow stack, and one fault at the end of a
+ * 66-frame stack (an import chain, say): the picture must not be as tall as that one stack. */
+#define VIS_PID_DEEP 31339u
+#define VIS_DEEP 66
+static int vis_write_deep(const char *dir)
+{
+	char path[4096];
+	uint64_t deep[VIS_DEEP];
+	FILE *f;
+
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/fltrace-data-trace-%u-0.bin", dir, VIS_PID_DEEP);
+	f = synth_open(path, VIS_PID_DEEP, 0, FT_VERSION, "/usr/bin/vis-deep");
+	if (!f)
+		return -errno;
+	synth_self_maps(f, 0);
+	const uint64_t scan_st[] = { fn(vis_scan_leaf, 4), fn(vis_scan, 8), fn(vis_main_like, 8) };
+	/* innermost first: the leaf, then build and scan by turns, main_like outermost */
+	deep[0] = fn(vis_alloc_leaf, 4);
+	for (int i = 1; i < VIS_DEEP - 1; i++)
+		deep[i] = i % 2 ? fn(vis_scan, 8) : fn(vis_build, 8);
+	deep[VIS_DEEP - 1] = fn(vis_main_like, 8);
+	synth_stack(f, 0, 3, scan_st);
+	synth_stack(f, 1, VIS_DEEP, deep);
+	for (unsigned i = 0; i < 1000; i++)
+		synth_fault(f, &(struct synth_fault){ .t_ns = (uint64_t)i * 1000000ull,
+			.addr = 0x555500000000ull + (uint64_t)i * 4096, .stack_id = 0,
+			.latency_ns = 2000, .flags = FT_FLAG_WRITE | FT_FLAG_ZERO, .kind = FT_KIND_ZERO });
+	synth_fault(f, &(struct synth_fault){ .t_ns = 999000000ull, .addr = 0x555600000000ull,
+		.stack_id = 1, .latency_ns = 2000, .flags = FT_FLAG_WRITE | FT_FLAG_ZERO,
+		.kind = FT_KIND_ZERO });
+	return fclose(f) ? -errno : 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--write-deep")) {
+		int err = vis_write_deep(argv[2]);
+		if (err)
+			fprintf(stderr, "test_vis_trace: %s: %s\n", argv[2], strerror(-err));
+		return err ? 1 : 0;
+	}
 	if (argc == 3 && !strcmp(argv[1], "--write")) {
 		int err = vis_write_all(argv[2]);
 		if (err)
