@@ -27,6 +27,9 @@ struct far_backend {
 	void (*fork_parent)(void);
 	void (*fork_child)(void);
 	const char *(*describe)(void); /* where the pages go, for messages */
+	/* Optional: the failure behind `err` (a call's return) in words, naming what failed and what
+	 * it cost (a server, the pages kept only there), with what to do; returns the exit status. */
+	int (*failure)(int err, const char **why, const char **todo);
 };
 
 const struct far_backend *far_backend_of(unsigned id); /* a row of backends.h; NULL past the table */
@@ -50,6 +53,7 @@ void far_fork_child(void);
 
 /* The staging store (farmem.c): where every evicted page first lands. */
 int farmem_init(uint64_t slots);
+uint64_t farmem_slots(void);                       /* how many farmem_init made */
 int farmem_alloc_run(uint32_t n, uint32_t *first); /* n contiguous fresh slots */
 void farmem_free(uint32_t slot);                   /* released lazily, in batches */
 void *farmem_addr(uint32_t slot);

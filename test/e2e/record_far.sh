@@ -14,11 +14,20 @@ mkdir -p "$FARDIR"
 # Every backend of the table (inc/fltrace/backends.h; one taking an argument gets a directory),
 # the same programs and sizes: output identical to the untraced run, and fault counts exactly the
 # same on every backend (the medium never changes which pages fault).
-BACKENDS=$(sed -n 's/^[[:space:]]*X(\([a-z0-9_]*\), \([01]\),.*/\1:\2/p' "$ROOT/inc/fltrace/backends.h")
+BACKENDS=$(sed -n 's/^[[:space:]]*X(\([a-z0-9_]*\), "\([^"]*\)",.*/\1:\2/p' "$ROOT/inc/fltrace/backends.h")
 L16="-L 16 -M 2048"
 for row in $BACKENDS; do
 	b=${row%%:*} far=${row%%:*}
-	[ "${row#*:}" = 1 ] && far="$b:$FARDIR"
+	case "$b:${row#*:}" in
+	*:) ;;
+	memcached:*)
+		if [ -z "${FLTRACE_TEST_MEMCACHED:-}" ]; then
+			skip "far_$b" "no memcached servers (test/run.sh starts them; is memcached installed?)"
+			continue
+		fi
+		far="$b:$FLTRACE_TEST_MEMCACHED" ;;
+	*) far="$b:$FARDIR" ;;
+	esac
 	FIXED_LAYOUT=1 same_output "far_${b}_fillscan" "$L16 --policy fifo --far $far" "$PROGS/fillscan" 64 3 || continue
 	# fifo at -L 16: every re-fetch came from the medium, and each was written there first
 	gets=$(stat_max "$TMP/far_${b}_fillscan" far_gets)
@@ -95,7 +104,7 @@ else
 fi
 
 # Bad backends are refused before anything runs.
-expect_error far_unknown 2 "--far: 'disk' is not a far-memory backend; give mem or file:<dir>" \
+expect_error far_unknown 2 "--far: 'disk' is not a far-memory backend; give mem, file:<dir> or memcached:<host:port,...>" \
 	"$FLTRACE" record --far disk -- true
 expect_error far_no_dir 2 "--far: '$TMP/none' is not a directory" "$FLTRACE" record --far "file:$TMP/none" -- true
 expect_error far_latency_bad 2 "--far-latency" "$FLTRACE" record --far-latency fast -- true

@@ -1,0 +1,168 @@
+# record --far memcached: far memory on real memory servers (memcached on loopback, started here and
+# by test/run.sh): programs give their native output at a quarter of their peak with pages on every
+# server, two runs share servers without meeting, replicas survive a killed server, and a server that
+# dies, stops, restarts empty or is refused at start stops the run with one line and exit 122 or 2.
+source "$(dirname "$0")/../lib.sh"
+
+if ! have_uffd; then
+	skip record_remote "userfaultfd is not available to this user"
+	exit 0
+fi
+if [ -z "${FLTRACE_TEST_MEMCACHED:-}" ] || ! command -v memcached > /dev/null; then
+	skip record_remote "no memcached servers (test/run.sh starts them; deps.sh installs memcached)"
+	exit 0
+fi
+MC="python3 $ROOT/test/memcached.py"
+MCD=$TMP/servers # servers this script starts (and kills): stopped however it ends
+trap '$MC stop "$MCD"; rm -rf "$TMP"' EXIT
+SERVERS=$FLTRACE_TEST_MEMCACHED
+IFS=, read -r -a POOL <<< "$SERVERS"
+
+# items: curr_items summed over the session's servers
+items() { local s n=0; for s in "${POOL[@]}"; do n=$((n + $($MC stat "$s" curr_items))); done; echo $n; }
+
+# quarter NAME PROG ARGS...: a learning run finds the peak, then the run at a quarter of it on the
+# servers must give the native output; each server took some of its pages (total_items grew on
+# every one), and when it ends the servers hold what they held before (curr_items).
+quarter() {
+	local name=$1; shift
+	local dir=$TMP/${name}_learn s before after
+	mkdir -p "$dir"
+	timeout "$HANG" "$FLTRACE" record -o "$dir" -- "$@" > /dev/null 2>&1
+	local peak=$(stat_max "$dir" resident_peak_bytes)
+	local l=$(( (peak / 4 + 65535) / 65536 * 64 ))K
+	declare -A tot
+	for s in "${POOL[@]}"; do tot[$s]=$($MC stat "$s" total_items); done
+	before=$(items)
+	same_output "remote_$name" "-L $l -M 2048 --far memcached:$SERVERS" "$@" || return
+	local spread=ok
+	for s in "${POOL[@]}"; do
+		[ "$($MC stat "$s" total_items)" -gt "${tot[$s]}" ] || spread="none on $s"
+	done
+	[ "$spread" = ok ] && pass "remote_${name}_on_every_server" || fail "remote_${name}_on_every_server" "$spread"
+	expect_stat "remote_${name}_went_far" "$TMP/remote_$name" far_gets -gt 100
+	after=$(items)
+	expect_eq "remote_${name}_leaves_nothing" "items on the servers after the run" "$before" "$after"
+}
+
+quarter fillscan "$PROGS/fillscan" 64 3
+cc -std=gnu11 -O2 -o "$TMP/bfs" "$ROOT/test/bench/bfs.c" -lpthread && quarter bfs "$TMP/bfs" 16 8 1
+quarter python python3 -c 'd = {i: str(i) * 3 for i in range(300000)}
+print(sum(len(v) for v in d.values()), sum(d))'
+
+# Two runs at once on the same servers: each its own pages (keys under its run's random id, sealed
+# under its own key), both outputs native, nothing left after either.
+before=$(items)
+for i in 1 2; do
+	( same_output "remote_shared_$i" "-L 16 -M 1024 --far memcached:$SERVERS" "$PROGS/fillscan" 48 3 > "$TMP/shared_$i.out" ) &
+done
+wait
+cat "$TMP/shared_1.out" "$TMP/shared_2.out"
+expect_eq remote_shared_leave_nothing "items on the servers after both runs" "$before" "$(items)"
+
+# ---- a server lost mid-run: farpause fills 48 MB at -L 8 (most of it far), waits while the test
+# acts on a server, then reads it all back ----
+"$PROGS/farpause" 48 "$TMP/nready" /dev/null > "$TMP/farpause.native"
+echo "exit 0" >> "$TMP/farpause.native"
+
+# paused NAME SERVERS "OPTS" ACTION: the run stopped at its pause while ACTION runs ($PAUSED_PID is
+# the program's pid); its stdout, stderr and exit status in $TMP/NAME/{out,err,rc}.
+paused() {
+	local name=$1 list=$2 opts=$3 action=$4 dir=$TMP/$1 i
+	mkdir -p "$dir"
+	# shellcheck disable=SC2086
+	timeout "$HANG" "$FLTRACE" record -L 8 -M 1024 --far "memcached:$list" $opts -o "$dir" -- \
+		"$PROGS/farpause" 48 "$dir/ready" "$dir/go" > "$dir/out" 2> "$dir/err" &
+	local pid=$!
+	for ((i = 0; i < 6000 && ! -e $dir/ready; i++)); do sleep 0.1; done
+	eval "$action"
+	touch "$dir/go"
+	wait $pid
+	echo $? > "$dir/rc"
+}
+
+# stopped_with NAME RC REGEX: the run exited RC with one line on stderr matching REGEX, shaped
+# "fltrace: far memory: <why>; <what to do>", and its trace reads up to that point.
+stopped_with() {
+	local name=$1 rc=$2 re=$3 dir=$TMP/$1 got
+	got=$(cat "$dir/rc")
+	local lines=$(grep -c '^fltrace: far memory:' "$dir/err")
+	if [ "$got" != "$rc" ] || [ "$lines" != 1 ] || ! grep -Eq "^fltrace: far memory: .*$re.*; .+" "$dir/err"; then
+		fail "$name" "exit $got (want $rc), stderr: $(head -c 400 "$dir/err")"
+	elif ! "$FLTRACE" report -i "$dir" -o - > /dev/null 2>&1; then
+		fail "$name" "the trace does not read: $("$FLTRACE" report -i "$dir" -o - 2>&1 | head -2)"
+	elif grep -q farpause "$dir/out"; then
+		fail "$name" "the program finished (a wrong page?): $(cat "$dir/out")"
+	else
+		pass "$name"
+	fi
+}
+
+three() { $MC start "$MCD" 3 -m 1024; }
+
+# --far-replicas 2: one of three servers killed -9 at the pause; every page has a copy elsewhere.
+list=$(three)
+victim=${list%%,*}
+paused remote_replica_kill "$list" "--far-replicas 2" \
+	"kill -9 \$(awk -v s=$victim '\$2 == s { print \$1 }' $MCD/pids)"
+echo "exit $(cat "$TMP/remote_replica_kill/rc")" >> "$TMP/remote_replica_kill/out"
+if cmp -s "$TMP/farpause.native" "$TMP/remote_replica_kill/out"; then pass remote_replica_kill_same_output
+else fail remote_replica_kill_same_output "$(diff "$TMP/farpause.native" "$TMP/remote_replica_kill/out" | head -3 | tr '\n' ' ') $(head -c 300 "$TMP/remote_replica_kill/err")"; fi
+expect_stat remote_replica_gets_counted "$TMP/remote_replica_kill" far_replica_gets -gt 0
+expect_stat remote_replica_server_lost "$TMP/remote_replica_kill" far_servers_lost -eq 1
+grep -q "server $victim closed the connection.*read from their replicas" "$TMP/remote_replica_kill/err" &&
+	pass remote_replica_kill_noted || fail remote_replica_kill_noted "$(head -c 300 "$TMP/remote_replica_kill/err")"
+$MC stop "$MCD"
+
+# Without replicas: killed, stopped (a time-out, not a hang), restarted empty, a page dropped.
+list=$(three); victim=${list%%,*}
+paused remote_server_killed "$list" "" "kill -9 \$(awk -v s=$victim '\$2 == s { print \$1 }' $MCD/pids)"
+stopped_with remote_server_killed 122 "server $victim (closed|refused).*now lost: [0-9]+"
+$MC stop "$MCD"
+
+list=$(three); victim=${list%%,*}
+t0=$(date +%s)
+paused remote_server_stopped "$list" "" "kill -STOP \$(awk -v s=$victim '\$2 == s { print \$1 }' $MCD/pids)"
+stopped_with remote_server_stopped 122 "server $victim did not answer within 2 s.*now lost: [0-9]+"
+$MC stop "$MCD"
+
+list=$(three); victim=${list%%,*}
+paused remote_server_restarted "$list" "" \
+	"pid=\$(awk -v s=$victim '\$2 == s { print \$1 }' $MCD/pids); kill -9 \$pid; while kill -0 \$pid 2>/dev/null; do sleep 0.05; done
+	 memcached -M -m 1024 -l 127.0.0.1 -p ${victim##*:} -U 0 -u nobody -d -P $MCD/restarted.pid"
+stopped_with remote_server_restarted 122 "server $victim (does not have the evicted page of slot [0-9]+|closed the connection)"
+[ -f "$MCD/restarted.pid" ] && kill -9 "$(cat "$MCD/restarted.pid")"
+$MC stop "$MCD"
+
+list=$(three)
+victim=${list%%,*}
+paused remote_page_dropped "$list" "" "for k in \$($MC keys $victim fltrace:); do $MC delete $victim \$k; done"
+stopped_with remote_page_dropped 122 "server $victim does not have the evicted page of slot [0-9]+"
+$MC stop "$MCD"
+
+# An item altered on the server: refused, never handed to the program.
+list=$(three)
+paused remote_page_altered "$list" "" \
+	"for s in \${list//,/ }; do for k in \$($MC keys \$s fltrace:); do $MC alter \$s \$k; done; done"
+stopped_with remote_page_altered 122 "altered, swapped with another or replayed"
+$MC stop "$MCD"
+
+# ---- refused before the command starts ----
+list=$(three)
+expect_error remote_unreachable 2 "--far: server 127.0.0.1:1 refused the connection" \
+	"$FLTRACE" record -L 8 -M 64 --far "memcached:127.0.0.1:1,$list" -- true
+expect_error remote_bad_list 2 "--far: 'localhost' in 'localhost' is not host:port" \
+	"$FLTRACE" record -L 8 -M 64 --far memcached:localhost -- true
+expect_error remote_replicas_over_pool 2 "--far-replicas: 4 replicas need 4 servers, the list has 3" \
+	"$FLTRACE" record -L 8 -M 64 --far "memcached:$list" --far-replicas 4 -- true
+expect_error remote_replicas_other_backend 2 "--far-replicas: only the memcached backend keeps replicas" \
+	"$FLTRACE" record -L 8 -M 64 --far-replicas 2 -- true
+expect_error remote_too_small 2 "--far: server 127.0.0.1:[0-9]+ has room for .* -M - -L asks up to" \
+	"$FLTRACE" record -L 8 -M 20000 --far "memcached:$list" -- true
+$MC stop "$MCD"
+evicting=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+memcached -l 127.0.0.1 -p "$evicting" -U 0 -u nobody -d -P "$TMP/evicting.pid"
+for ((i = 0; i < 100 && ! -s $TMP/evicting.pid; i++)); do sleep 0.05; done
+expect_error remote_evicting_refused 2 "--far: server 127.0.0.1:$evicting evicts items when it is full \(started without -M\)" \
+	"$FLTRACE" record -L 8 -M 64 --far "memcached:127.0.0.1:$evicting" -- true
+kill -9 "$(cat "$TMP/evicting.pid")"
