@@ -7,14 +7,15 @@ set -euo pipefail
 # run: addr2line (binutils) for `fltrace report`
 # tests and benchmarks: real programs that fltrace traces (python3, sqlite3, xz, gzip, GNU sort),
 #   perf to compare against, xmllint and chromium to check the SVGs, protoc and python's protobuf
-#   to read the pprof export back, memcached (memory servers for --far memcached)
+#   to read the pprof export back, memcached (memory servers for --far memcached) and sasl2-bin
+#   (saslpasswd2: a SASL user for one)
 PACKAGES=(
 	build-essential binutils pkg-config
 	libjemalloc-dev libunwind-dev libelf-dev zlib1g-dev
 	python3 sqlite3 xz-utils gzip coreutils procps util-linux gdb
 	libxml2-utils chromium protobuf-compiler python3-protobuf
 	linux-perf
-	memcached libsodium-dev
+	memcached sasl2-bin libsodium-dev
 )
 # Arguments name other packages to install the same way instead (test/real/deps.sh does).
 [ $# -eq 0 ] || PACKAGES=("$@")

@@ -9,7 +9,10 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include <fltrace/memcache.h>
+#include <fltrace/statsline.h>
 
 #include "cli.h"
 #include "record.h"
@@ -18,7 +21,7 @@
 /* What memcached holds for one far page: the item (the sealed page of 4,136 bytes, a key of ~42,
  * its header) in the slab class it falls in (chunk sizes grow by 1.25x: 4,544 bytes here). */
 #define FAR_ITEM_BYTES 4544ull
-#define FAR_CLEAR_MS 20000
+#define FAR_CLEAR_MS 60000
 
 /* --far memcached:<host:port,...>: every name resolved now (the runtime only takes numbers). */
 int record_parse_far_servers(const char *list, struct record_opts *o)
@@ -105,16 +108,6 @@ static int far_read_auth(const char *path, char *user, size_t ucap, char *pass, 
 	return 0;
 }
 
-static const char *far_conn_why(int err)
-{
-	switch (err) {
-	case -ETIMEDOUT: return "did not answer within 2 s";
-	case -ECONNREFUSED: return "refused the connection (nothing listens there)";
-	case -ECONNRESET: return "closed the connection";
-	default: return strerror(-err);
-	}
-}
-
 /* One server: reachable, authenticated if it asks, never evicting, with room for its share. */
 static int far_check_server(const struct mc_addr *a, const struct record_opts *o, const char *user,
 			    const char *pass, unsigned long long need)
@@ -123,7 +116,7 @@ static int far_check_server(const struct mc_addr *a, const struct record_opts *o
 	int fd = mc_connect(a, deadline), err = 0;
 	if (fd < 0)
 		return cli_error(CLI_EXIT_USAGE, "--far", "server %s %s; start it (memcached -M -m <MB> -l <addr> "
-				 "-p <port>) or give servers that are up", a->name, far_conn_why(fd));
+				 "-p <port>) or give servers that are up", a->name, mc_conn_strerror(fd));
 	if (o->far_auth && (err = mc_sasl_plain(fd, user, pass, deadline)) < 0) {
 		mc_close(fd);
 		if (err == -EACCES)
@@ -131,7 +124,7 @@ static int far_check_server(const struct mc_addr *a, const struct record_opts *o
 					 "or password); give the user:password its SASL database holds", a->name, user);
 		return cli_error(CLI_EXIT_USAGE, "--far-auth", "server %s cannot authenticate with SASL PLAIN (%s); "
 				 "start it with -S and a SASL configuration offering PLAIN, or leave --far-auth out",
-				 a->name, err == -EPROTONOSUPPORT ? "it has no SASL" : far_conn_why(err));
+				 a->name, err == -EPROTONOSUPPORT ? "it has no SASL" : mc_conn_strerror(err));
 	}
 	struct far_stats st = { 0 };
 	if (!(err = mc_ping(fd, deadline)))
@@ -145,7 +138,7 @@ static int far_check_server(const struct mc_addr *a, const struct record_opts *o
 	if (err)
 		return cli_error(CLI_EXIT_USAGE, "--far", "server %s %s; check that it is a memcached server "
 				 "(1.4 or later) and up", a->name, err == -EPROTO ? "does not answer as memcached does" :
-				 far_conn_why(err));
+				 mc_conn_strerror(err));
 	if (st.evictions)
 		return cli_error(CLI_EXIT_USAGE, "--far", "server %s evicts items when it is full (started "
 				 "without -M), so evicted pages could vanish; start it with memcached -M", a->name);
@@ -195,6 +188,8 @@ int record_check_far(struct record_opts *o)
 		return cli_error(CLI_EXIT_NOTRACE, "record", "cannot read random bytes (%s); retry", strerror(errno));
 	for (int i = 0; i < 8; i++)
 		snprintf(o->far_run + 2 * i, 3, "%02x", rnd[i]);
+	cli_note("far memory: %u server%s, each page on %u; this run's items are keyed fltrace:%s:... "
+		 "(cleared when the command ends)", n, n == 1 ? "" : "s", r, o->far_run);
 	return 0;
 }
 
@@ -225,7 +220,7 @@ static bool far_line_key(const char *line, const char *prefix, char *key, size_t
 static long far_clear_server(const struct mc_addr *a, const char *prefix)
 {
 	uint64_t deadline = mc_deadline(FAR_CLEAR_MS);
-	int fd = mc_connect(a, deadline);
+	int fd = mc_connect(a, mc_deadline(FAR_CHECK_MS));
 	if (fd < 0)
 		return fd;
 	static const char dump[] = "lru_crawler metadump all\r\n";
@@ -239,7 +234,9 @@ static long far_clear_server(const struct mc_addr *a, const char *prefix)
 		size_t at = 0, have = 0;
 		while (!done && !err) {
 			if (at == have) {
-				long got = mc_recv_some(fd, buf, sizeof(buf), deadline);
+				/* a server that sends nothing for 2 s is given up; one that sends, up to the deadline */
+				uint64_t quiet = mc_deadline(FAR_CHECK_MS);
+				long got = mc_recv_some(fd, buf, sizeof(buf), quiet < deadline ? quiet : deadline);
 				if (got < 0) {
 					err = got;
 					break;
@@ -295,6 +292,66 @@ static long far_clear_server(const struct mc_addr *a, const char *prefix)
 	return err ? err : (long)nkeys;
 }
 
+/* A server that takes no text commands (SASL): the keys of every process of the run, from their
+ * stats lines (far_ns, far_slots: the process's namespace and a bound on the slots it wrote), are
+ * deleted without listing, as quiet deletes in pipelined requests. Returns how many were asked. */
+static long far_clear_by_stats(const struct mc_addr *a, const struct record_opts *o)
+{
+	char user[128] = "", pass[128] = "";
+	if (!o->far_auth || far_read_auth(o->far_auth, user, sizeof(user), pass, sizeof(pass)))
+		return -EACCES;
+	uint64_t deadline = mc_deadline(FAR_CLEAR_MS);
+	int fd = mc_connect(a, mc_deadline(FAR_CHECK_MS));
+	if (fd < 0)
+		return fd;
+	long err = mc_sasl_plain(fd, user, pass, deadline), asked = 0;
+	DIR *d = err ? NULL : opendir(o->outdir);
+	static char buf[1 << 16], line[1 << 16];
+	size_t used = 0;
+	for (struct dirent *de; d && !err && (de = readdir(d));) {
+		if (strncmp(de->d_name, "fltrace-data-stats-", 19))
+			continue;
+		char path[PATH_MAX + 300];
+		snprintf(path, sizeof(path), "%s/%s", o->outdir, de->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		line[0] = 0;
+		while (fgets(line, sizeof(line), f)) /* the last line */
+			;
+		fclose(f);
+		uint64_t ns, slots;
+		if (statsline_get(line, strlen(line), "far_ns", &ns) || statsline_get(line, strlen(line), "far_slots", &slots))
+			continue;
+		for (uint64_t slot = 0; slot < slots && !err; slot++) {
+			char key[64];
+			int kl = snprintf(key, sizeof(key), "fltrace:%s:%08llx:%llx", o->far_run, (unsigned long long)ns,
+					  (unsigned long long)slot);
+			used += mc_request(buf + used, MC_DELETEQ, 0, key, (uint16_t)kl, 0);
+			asked++;
+			if (used > sizeof(buf) - 128) {
+				err = mc_send(fd, buf, used, deadline);
+				used = 0;
+			}
+		}
+	}
+	if (d)
+		closedir(d);
+	/* a no-op answered last: every delete before it is done (not-found answers skipped) */
+	if (!err) {
+		used += mc_request(buf + used, MC_NOOP, 0xffffffffu, NULL, 0, 0);
+		err = mc_send(fd, buf, used, deadline);
+	}
+	for (struct mc_response r; !err;) {
+		if ((err = mc_recv_response(fd, &r, deadline)) || (err = mc_skip(fd, r.bodylen, deadline)))
+			break;
+		if (r.opcode == MC_NOOP)
+			break;
+	}
+	mc_close(fd);
+	return err ? err : asked;
+}
+
 void record_clear_far(const struct record_opts *o)
 {
 	if (o->far != FLTRACE_BACKEND_memcached || !o->far_run[0])
@@ -307,9 +364,11 @@ void record_clear_far(const struct record_opts *o)
 		return;
 	for (unsigned i = 0; i < n; i++) {
 		long done = far_clear_server(&v[i], prefix);
-		if (done < 0)
+		if ((done == -EACCES || done == -ECONNRESET) && o->far_auth)
+			done = far_clear_by_stats(&v[i], o);
+		if (done < 0 && done != -ECONNREFUSED) /* refused: nothing listens, nothing is kept there */
 			cli_note("note: far memory: the items of this run (keys %s*) could not be cleared from "
 				 "server %s (%s); they stay until it restarts or they are deleted", prefix, v[i].name,
-				 done == -EACCES ? "it takes no text commands: SASL" : far_conn_why((int)done));
+				 mc_conn_strerror((int)done));
 	}
 }

@@ -75,5 +75,7 @@ int mc_ping(int fd, uint64_t deadline);
 int mc_stats(int fd, const char *group, int (*each)(const char *name, const char *value, void *ctx), void *ctx,
 	     uint64_t deadline);
 const char *mc_status_str(uint16_t status);
+/* What a connection's -errno says about its server, as "did not answer within 2 s (...)". */
+const char *mc_conn_strerror(int err);
 
 #endif

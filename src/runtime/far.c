@@ -100,6 +100,13 @@ const void *far_page_source(uint32_t slot)
 	return fa.page;
 }
 
+void far_keys(uint64_t *ns, uint64_t *slots)
+{
+	*ns = *slots = 0;
+	if (fa.b && fa.b->keys)
+		fa.b->keys(ns, slots);
+}
+
 void far_fork_prepare(void)
 {
 	int err = fa.b && fa.b->fork_prepare ? fa.b->fork_prepare() : 0;

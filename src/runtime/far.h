@@ -30,6 +30,9 @@ struct far_backend {
 	/* Optional: the failure behind `err` (a call's return) in words, naming what failed and what
 	 * it cost (a server, the pages kept only there), with what to do; returns the exit status. */
 	int (*failure)(int err, const char **why, const char **todo);
+	/* Optional: where this process's pages are named on the medium, for clearing them after the
+	 * run (stats line far_ns, far_slots): its namespace, and a bound on the slots it wrote. */
+	void (*keys)(uint64_t *ns, uint64_t *slots);
 };
 
 const struct far_backend *far_backend_of(unsigned id); /* a row of backends.h; NULL past the table */
@@ -47,6 +50,7 @@ static inline void far_page_out(uint32_t slot)
  * held). Includes --far-latency's wait, counted apart. */
 const void *far_page_source(uint32_t slot);
 void far_slots_freed(uint32_t first, unsigned n); /* farmem.c, when it empties a run of slots */
+void far_keys(uint64_t *ns, uint64_t *slots); /* the backend's keys call; 0, 0 without one */
 void far_fork_prepare(void);
 void far_fork_parent(void);
 void far_fork_child(void);

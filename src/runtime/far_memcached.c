@@ -26,6 +26,10 @@
 #define MCF_IO_MS 2000    /* a server that does not answer within this is given up (kill -STOP) */
 #define MCF_CONNECT_MS 1000
 #define MCF_NOOP_OPAQUE 0xffffffffu
+/* The stats line, written once a second, says how far a process's slots go, with this margin: so
+ * that fltrace record can clear them from a server it cannot list (SASL) after a process died by a
+ * signal, unless it wrote more than 256 MB of new slots in its last second. */
+#define MCF_BOUND_MARGIN 65536u
 
 struct mcf_server {
 	struct mc_addr addr;
@@ -54,7 +58,10 @@ static struct {
 	} ns, child;          /* ours, and the one made for a fork child during the fork */
 	char run[17];         /* the run's id: every process of a run shares it (the CLI clears by it) */
 	uint64_t *ver;        /* per slot: the version of the page kept there, 0: none */
+	uint16_t *where;      /* per slot: the servers its page was written to, a bit each */
+	uint16_t *child_where; /* the same for a fork child's copies, made during the fork */
 	uint64_t nslots, hi;  /* slots [0, hi) were written at least once */
+	_Atomic uint64_t bound; /* published in the stats line (far_slots): hi and a margin */
 	uint64_t next_ver;
 	unsigned char *item;  /* one item read back */
 	unsigned char *pages; /* pages on their way to a fork child's namespace */
@@ -107,9 +114,9 @@ static void ring_build(void)
 	ring_sort();
 }
 
-/* The servers of a key, in ring order from its hash: `replicas` distinct ones (live ones only if
- * asked: a page is written to live servers; read from any that may hold it). */
-static unsigned ring_route(const char *key, size_t klen, bool live, unsigned *out)
+/* Up to `want` distinct servers of `allowed` (a bit per server), in ring order from the key's hash:
+ * where a page is written (the live servers, `replicas` of them) or read (those it was written to). */
+static unsigned ring_route(const char *key, size_t klen, uint32_t allowed, unsigned want, unsigned *out)
 {
 	uint32_t h = mcf_hash(key, klen);
 	unsigned lo = 0, hi = mcf.npoints, n = 0;
@@ -121,16 +128,23 @@ static unsigned ring_route(const char *key, size_t klen, bool live, unsigned *ou
 			hi = mid;
 	}
 	uint32_t seen = 0;
-	for (unsigned i = 0; i < mcf.npoints && n < mcf.replicas; i++) {
+	for (unsigned i = 0; i < mcf.npoints && n < want; i++) {
 		unsigned s = mcf.ring[(lo + i) % mcf.npoints].server;
-		if (seen & (1u << s))
+		if ((seen & (1u << s)) || !(allowed & (1u << s)))
 			continue;
 		seen |= 1u << s;
-		if (live && mcf.s[s].dead)
-			continue;
 		out[n++] = s;
 	}
 	return n;
+}
+
+static uint32_t live_mask(void)
+{
+	uint32_t m = 0;
+	for (unsigned s = 0; s < mcf.n; s++)
+		if (!mcf.s[s].dead)
+			m |= 1u << s;
+	return m;
 }
 
 static size_t key_of(uint32_t proc, uint32_t slot, char *key)
@@ -226,26 +240,12 @@ static void mcf_fail_append(const char *s)
 		memcpy(mcf.why + n, s, k + 1);
 }
 
-static const char *conn_err_str(int err)
-{
-	switch (err) {
-	case -ETIMEDOUT: return "did not answer within 2 s (stopped, or the network is down)";
-	case -ECONNRESET: return "closed the connection (it died or restarted)";
-	case -ECONNREFUSED: return "refused the connection (not running)";
-	default: return strerror(-err);
-	}
-}
-
 /* Pages kept only on servers given up: lost. */
 static uint64_t pages_lost(void)
 {
 	uint64_t lost = 0;
 	for (uint64_t slot = 0; slot < mcf.hi; slot++) {
-		if (!mcf.ver[slot])
-			continue;
-		char key[MCF_KEY_MAX];
-		unsigned route[MC_SERVERS_MAX];
-		lost += ring_route(key, key_of(mcf.ns.proc, (uint32_t)slot, key), true, route) == 0;
+		lost += mcf.ver[slot] && !(mcf.where[slot] & live_mask());
 	}
 	return lost;
 }
@@ -259,7 +259,7 @@ static int server_lost(unsigned s, int err)
 	rt_fd_close(mcf.s[s].fd);
 	mcf.s[s].fd = -1;
 	uint64_t lost = pages_lost();
-	const char *name = mcf.s[s].addr.name, *how = conn_err_str(err);
+	const char *name = mcf.s[s].addr.name, *how = mc_conn_strerror(err);
 	char what[160];
 	struct fmt f;
 	fmt_init(&f, what, sizeof(what));
@@ -358,7 +358,7 @@ static int put_answers(struct mcf_server *s, uint16_t *status)
  * and written to their live servers: one pipelined request per server. A server that fails is given
  * up (server_lost) and the batch written again without it. */
 static int put_batch(const uint32_t *slots, const unsigned char *pages, const uint64_t *vers, unsigned n,
-		     struct mcf_ns *ns)
+		     struct mcf_ns *ns, uint16_t *where)
 {
 	for (unsigned round = 0; round <= mcf.n; round++) {
 		for (unsigned s = 0; s < mcf.n; s++)
@@ -366,7 +366,7 @@ static int put_batch(const uint32_t *slots, const unsigned char *pages, const ui
 		for (unsigned i = 0; i < n; i++) {
 			char key[MCF_KEY_MAX];
 			size_t klen = key_of(ns->proc, slots[i], key);
-			unsigned route[MC_SERVERS_MAX], k = ring_route(key, klen, true, route);
+			unsigned route[MC_SERVERS_MAX], k = ring_route(key, klen, live_mask(), mcf.replicas, route);
 			if (!k)
 				return mcf_fail(-EHOSTDOWN, FLTRACE_EXIT_FAR_LOST, "keep the servers up for the whole run",
 						NULL, "no server is left to keep evicted pages", 0, NULL);
@@ -374,8 +374,11 @@ static int put_batch(const uint32_t *slots, const unsigned char *pages, const ui
 			const unsigned char *sealed = (unsigned char *)first->buf + first->len +
 				(MC_HDR + 8 + klen);
 			buf_add_page(ns, first, i, key, klen, NULL, pages + (size_t)i * MCF_PAGE, vers[i]);
-			for (unsigned r = 1; r < k; r++)
+			where[slots[i]] = (uint16_t)(1u << route[0]);
+			for (unsigned r = 1; r < k; r++) {
 				buf_add_page(ns, &mcf.s[route[r]], i, key, klen, sealed, NULL, 0);
+				where[slots[i]] |= (uint16_t)(1u << route[r]);
+			}
 		}
 		int err = 0;
 		unsigned bad = 0;
@@ -404,6 +407,12 @@ static int put_batch(const uint32_t *slots, const unsigned char *pages, const ui
 		}
 		if (!err)
 			return 0;
+		/* The other servers' answers to this round are not read: their connections start anew. */
+		for (unsigned s = 0; s < mcf.n; s++)
+			if (s != bad && mcf.s[s].pages) {
+				rt_fd_close(mcf.s[s].fd);
+				mcf.s[s].fd = -1;
+			}
 		if (err == -EACCES)
 			return mcf_fail(err, FLTRACE_EXIT_RUNTIME, "give --far-auth a file with the right user:password",
 					mcf.s[bad].addr.name, "refused fltrace's SASL authentication (PLAIN)", 0, NULL);
@@ -423,13 +432,15 @@ static int mcf_put(uint32_t first, const void *pages, unsigned n)
 			slots[i] = first + i;
 			vers[i] = ++mcf.next_ver;
 		}
-		int err = put_batch(slots, pages, vers, k, &mcf.ns);
+		int err = put_batch(slots, pages, vers, k, &mcf.ns, mcf.where);
 		if (err)
 			return err;
 		for (unsigned i = 0; i < k; i++)
 			mcf.ver[first + i] = vers[i];
 		if (first + k > mcf.hi)
 			mcf.hi = first + k;
+		if (mcf.hi > atomic_load(&mcf.bound))
+			atomic_store(&mcf.bound, mcf.hi + MCF_BOUND_MARGIN < mcf.nslots ? mcf.hi + MCF_BOUND_MARGIN : mcf.nslots);
 		first += k;
 		pages = (const char *)pages + (size_t)k * MCF_PAGE;
 		n -= k;
@@ -473,11 +484,11 @@ static int refused_page(unsigned s, uint32_t slot)
 /* The page of `slot` under namespace proc (version ver), into page: from its first server that
  * has it, the replicas after (counted). A connection that fails is tried once more, then the server
  * is given up. */
-static int get_page(const struct mcf_ns *ns, uint32_t slot, uint64_t ver, void *page)
+static int get_page(const struct mcf_ns *ns, uint32_t slot, uint64_t ver, uint16_t where, void *page)
 {
 	char key[MCF_KEY_MAX];
 	size_t klen = key_of(ns->proc, slot, key);
-	unsigned route[MC_SERVERS_MAX], k = ring_route(key, klen, false, route);
+	unsigned route[MC_SERVERS_MAX], k = ring_route(key, klen, where, MC_SERVERS_MAX, route);
 	int missing = -1;
 	for (unsigned i = 0; i < k; i++) {
 		struct mcf_server *s = &mcf.s[route[i]];
@@ -523,7 +534,7 @@ static int mcf_get(uint32_t first, void *pages, unsigned n)
 		if (slot >= mcf.hi || !mcf.ver[slot])
 			return mcf_fail(-ENODATA, FLTRACE_EXIT_RUNTIME, "report this as a bug of fltrace", NULL,
 					"a page was asked for from slot ", slot, ", where none was written");
-		int err = get_page(&mcf.ns, slot, mcf.ver[slot], (char *)pages + (size_t)i * MCF_PAGE);
+		int err = get_page(&mcf.ns, slot, mcf.ver[slot], mcf.where[slot], (char *)pages + (size_t)i * MCF_PAGE);
 		if (err)
 			return err;
 	}
@@ -550,14 +561,14 @@ static int fork_copy(void)
 	ns_make(&mcf.child); /* a namespace and a key of the child's own */
 	for (uint64_t slot = 0; slot <= mcf.hi; slot++) {
 		if (k == MCF_BATCH || (slot == mcf.hi && k)) {
-			int err = put_batch(slots, mcf.pages, vers, k, &mcf.child);
+			int err = put_batch(slots, mcf.pages, vers, k, &mcf.child, mcf.child_where);
 			if (err)
 				return err;
 			k = 0;
 		}
 		if (slot == mcf.hi || !mcf.ver[slot])
 			continue;
-		int err = get_page(&mcf.ns, (uint32_t)slot, mcf.ver[slot], mcf.pages + (size_t)k * MCF_PAGE);
+		int err = get_page(&mcf.ns, (uint32_t)slot, mcf.ver[slot], mcf.where[slot], mcf.pages + (size_t)k * MCF_PAGE);
 		if (err)
 			return err;
 		slots[k] = (uint32_t)slot;
@@ -574,6 +585,9 @@ static void mcf_fork_child(void)
 	for (unsigned s = 0; s < mcf.n; s++)
 		mcf.s[s].fd = -1;
 	mcf.ns = mcf.child;
+	uint16_t *w = mcf.where; /* the copies' servers are the child's; its own table is free for its forks */
+	mcf.where = mcf.child_where;
+	mcf.child_where = w;
 }
 
 /* ---- every call on a thread of the private fd table, one at a time ---- */
@@ -669,9 +683,11 @@ static int mcf_init(const char *arg)
 	ns_make(&mcf.ns);
 	mcf.nslots = farmem_slots();
 	mcf.ver = rt_map(mcf.nslots * sizeof(uint64_t));
+	mcf.where = rt_map(mcf.nslots * sizeof(uint16_t));
+	mcf.child_where = rt_map(mcf.nslots * sizeof(uint16_t));
 	mcf.item = rt_map(MCF_ITEM);
 	mcf.pages = rt_map((size_t)MCF_BATCH * MCF_PAGE);
-	if (!mcf.ver || !mcf.item || !mcf.pages)
+	if (!mcf.ver || !mcf.where || !mcf.child_where || !mcf.item || !mcf.pages)
 		return -ENOMEM;
 	for (unsigned s = 0; s < mcf.n; s++) {
 		struct mcf_server *sv = &mcf.s[s];
@@ -685,9 +701,10 @@ static int mcf_init(const char *arg)
 		if (err)
 			return mcf_fail(err, FLTRACE_EXIT_RUNTIME, err == -EACCES ? "give --far-auth a file with the "
 					"right user:password" : "start it, or give servers that are up", sv->addr.name,
-					err == -EACCES ? "refused fltrace's SASL authentication" : conn_err_str(err), 0, NULL);
+					err == -EACCES ? "refused fltrace's SASL authentication" : mc_conn_strerror(err), 0, NULL);
 	}
 	ring_build();
+	atomic_store(&mcf.bound, MCF_BOUND_MARGIN < mcf.nslots ? MCF_BOUND_MARGIN : mcf.nslots);
 	return 0;
 }
 
@@ -699,6 +716,12 @@ static const char *mcf_describe(void)
 	fmt_u64(&f, mcf.n);
 	fmt_str(&f, mcf.n == 1 ? " server)" : " servers)");
 	return mcf.desc;
+}
+
+static void mcf_keys(uint64_t *ns, uint64_t *slots)
+{
+	*ns = mcf.ns.proc;
+	*slots = atomic_load(&mcf.bound);
 }
 
 static int mcf_failure(int err, const char **why, const char **todo)
@@ -719,4 +742,5 @@ const struct far_backend far_memcached = {
 	.fork_child = mcf_fork_child,
 	.describe = mcf_describe,
 	.failure = mcf_failure,
+	.keys = mcf_keys,
 };

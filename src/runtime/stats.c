@@ -11,6 +11,7 @@
 #include "fltrace/fmt.h"
 #include "rt.h"
 #include "region.h"
+#include "far.h"
 #include "threads.h"
 #include "handler.h"
 #include "trace.h"
@@ -188,6 +189,12 @@ void stats_write_line(void)
 	kv(&f, "far_replica_gets", atomic_load(&s->far_replica_gets));
 	kv(&f, "far_servers_lost", atomic_load(&s->far_servers_lost));
 	kv(&f, "far_latency_ns", rt.cfg.far_latency_ns);
+	uint64_t far_ns, far_slots;
+	far_keys(&far_ns, &far_slots);
+	if (far_slots) {
+		kv(&f, "far_ns", far_ns);
+		kv(&f, "far_slots", far_slots);
+	}
 	stats_time_kv(&f, &s->time);
 	fmt_char(&f, '\n');
 	rt_spin_lock(&st.lock, LOCK_STATS);

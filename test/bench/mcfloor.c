@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 	if ((fd = mc_connect(&a, mc_deadline(2000))) < 0)
 		die(argv[1], fd);
 	uint64_t *t = calloc(pages > reps ? pages : reps, sizeof(*t)), *rounds = calloc(reps, sizeof(*rounds));
-	unsigned char item[ITEM], page[4096], k[crypto_aead_xchacha20poly1305_ietf_KEYBYTES], ad[56] = { 0 };
+	unsigned char item[ITEM], page[4096], k[32], ad[56] = { 0 };
 	/* per page: batched, then one set each (the same keys, overwritten) */
 	for (unsigned r = 0; r < reps; r++) {
 		uint64_t t0 = mc_now_ns();
@@ -132,21 +132,32 @@ int main(int argc, char **argv)
 		t[i] = mc_now_ns() - t0;
 	}
 	printf("get %.2f\n", median_us(t, pages));
-	crypto_aead_xchacha20poly1305_ietf_keygen(k);
+	/* the AEAD the runtime picks: AES-256-GCM with AES-NI, else XChaCha20-Poly1305 */
+	bool gcm = crypto_aead_aes256gcm_is_available();
+	randombytes_buf(k, sizeof(k));
 	randombytes_buf(page, sizeof(page));
+	memset(item, 0, 24);
 	for (unsigned i = 0; i < pages; i++) {
 		uint64_t t0 = mc_now_ns();
-		crypto_aead_xchacha20poly1305_ietf_encrypt(item + 24, NULL, page, sizeof(page), ad, sizeof(ad), NULL, item, k);
+		item[0] = (unsigned char)i; /* a counted nonce, as the runtime's */
+		if (gcm)
+			crypto_aead_aes256gcm_encrypt(item + 24, NULL, page, sizeof(page), ad, sizeof(ad), NULL, item, k);
+		else
+			crypto_aead_xchacha20poly1305_ietf_encrypt(item + 24, NULL, page, sizeof(page), ad, sizeof(ad), NULL,
+								   item, k);
 		t[i] = mc_now_ns() - t0;
 	}
 	printf("seal %.2f\n", median_us(t, pages));
 	for (unsigned i = 0; i < pages; i++) {
 		uint64_t t0 = mc_now_ns();
-		if (crypto_aead_xchacha20poly1305_ietf_decrypt(page, NULL, NULL, item + 24, ITEM - 24, ad, sizeof(ad), item, k))
+		if (gcm ? crypto_aead_aes256gcm_decrypt(page, NULL, NULL, item + 24, ITEM - 24, ad, sizeof(ad), item, k) :
+			  crypto_aead_xchacha20poly1305_ietf_decrypt(page, NULL, NULL, item + 24, ITEM - 24, ad, sizeof(ad),
+								     item, k))
 			die("open", -EBADMSG);
 		t[i] = mc_now_ns() - t0;
 	}
 	printf("open %.2f\n", median_us(t, pages));
+	printf("aead %s\n", gcm ? "aes256gcm" : "xchacha20poly1305");
 	/* the bench's items go: delete each */
 	for (unsigned i = 0; i < pages; i++) {
 		char kk[64];
