@@ -19,7 +19,7 @@
 #define RECORD_MAX_SAMPLERATE 1000000000ull
 
 enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL, OPT_FILES, OPT_ALLOC_SAMPLE, OPT_FAR, OPT_FAR_LATENCY,
-       OPT_FAR_REPLICAS, OPT_FAR_AUTH };
+       OPT_FAR_REPLICAS, OPT_FAR_AUTH, OPT_FAR_TIMEOUT };
 
 static const struct option record_longopts[] = {
 	{ "localmem", required_argument, NULL, 'L' },
@@ -37,6 +37,7 @@ static const struct option record_longopts[] = {
 	{ "far-latency", required_argument, NULL, OPT_FAR_LATENCY },
 	{ "far-replicas", required_argument, NULL, OPT_FAR_REPLICAS },
 	{ "far-auth", required_argument, NULL, OPT_FAR_AUTH },
+	{ "far-timeout", required_argument, NULL, OPT_FAR_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -75,7 +76,10 @@ static void record_help_backends(void)
 	       "      --far-replicas <n>  memcached: keep each page on n servers of the list (default 1),\n"
 	       "                          so that a run survives n - 1 of them dying\n"
 	       "      --far-auth <file>   memcached: SASL user:password (the file's first line) for\n"
-	       "                          servers started with -S\n");
+	       "                          servers started with -S\n"
+	       "      --far-timeout <ms>  memcached: a server that does not answer this long is given\n"
+	       "                          up (default %d): its pages are lost unless replicated\n",
+	       FLTRACE_DEFAULT_FAR_TIMEOUT_MS);
 }
 
 /* --help's lines for --policy: every policy of the table, with what it costs. */
@@ -282,6 +286,8 @@ static int record_parse_one(int c, const char *arg, struct record_opts *o)
 							 &o->far_latency_us, "microseconds per re-fetch");
 	case OPT_FAR_REPLICAS: return record_parse_number("--far-replicas", arg, 1, FLTRACE_MAX_FAR_REPLICAS,
 							  &o->far_replicas, "servers that keep each page");
+	case OPT_FAR_TIMEOUT: return record_parse_number("--far-timeout", arg, 10, FLTRACE_MAX_FAR_TIMEOUT_MS,
+							 &o->far_timeout_ms, "milliseconds");
 	case OPT_FAR_AUTH:
 		if (!realpath(arg, o->far_auth_path))
 			return cli_error(CLI_EXIT_USAGE, "--far-auth", "cannot read '%s' (%s); give a file holding "

@@ -22,6 +22,7 @@ struct record_opts {
 	int far;                    /* --far: a row of inc/fltrace/backends.h */
 	char far_dir[PATH_MAX];     /* --far file:<dir>, absolute; memcached: the servers, numeric */
 	uint64_t far_replicas;      /* --far-replicas (memcached), 0 = not given (1) */
+	uint64_t far_timeout_ms;    /* --far-timeout (memcached), 0 = not given (the default) */
 	char far_auth_path[PATH_MAX]; /* --far-auth, absolute */
 	const char *far_auth;       /* far_auth_path if given, else NULL */
 	char far_run[17];           /* memcached: this run's id, made by record_check_far */

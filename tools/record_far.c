@@ -17,7 +17,7 @@
 #include "cli.h"
 #include "record.h"
 
-#define FAR_CHECK_MS 2000
+#define FAR_CHECK_MS (o->far_timeout_ms ? o->far_timeout_ms : FLTRACE_DEFAULT_FAR_TIMEOUT_MS)
 /* What memcached holds for one far page: the item (the sealed page of 4,136 bytes, a key of ~42,
  * its header) in the slab class it falls in (chunk sizes grow by 1.25x: 4,544 bytes here). */
 #define FAR_ITEM_BYTES 4544ull
@@ -71,6 +71,7 @@ int record_parse_far_servers(const char *list, struct record_opts *o)
 /* ---- before the run ---- */
 
 struct far_stats {
+	bool settings;           /* reading "stats settings" (where "evictions" is on or off) */
 	bool evictions;          /* stats settings: evictions on */
 	unsigned long long limit; /* limit_maxbytes */
 	unsigned long long used;  /* bytes */
@@ -79,7 +80,7 @@ struct far_stats {
 static int far_stat_each(const char *name, const char *value, void *ctx)
 {
 	struct far_stats *st = ctx;
-	if (!strcmp(name, "evictions"))
+	if (st->settings && !strcmp(name, "evictions"))
 		st->evictions = !strcmp(value, "on");
 	else if (!strcmp(name, "limit_maxbytes"))
 		st->limit = strtoull(value, NULL, 10);
@@ -126,9 +127,10 @@ static int far_check_server(const struct mc_addr *a, const struct record_opts *o
 				 "start it with -S and a SASL configuration offering PLAIN, or leave --far-auth out",
 				 a->name, err == -EPROTONOSUPPORT ? "it has no SASL" : mc_conn_strerror(err));
 	}
-	struct far_stats st = { 0 };
+	struct far_stats st = { .settings = true };
 	if (!(err = mc_ping(fd, deadline)))
 		err = mc_stats(fd, "settings", far_stat_each, &st, deadline);
+	st.settings = false;
 	if (!err)
 		err = mc_stats(fd, NULL, far_stat_each, &st, deadline);
 	mc_close(fd);
@@ -188,7 +190,7 @@ int record_check_far(struct record_opts *o)
 		return cli_error(CLI_EXIT_NOTRACE, "record", "cannot read random bytes (%s); retry", strerror(errno));
 	for (int i = 0; i < 8; i++)
 		snprintf(o->far_run + 2 * i, 3, "%02x", rnd[i]);
-	cli_note("far memory: %u server%s, each page on %u; this run's items are keyed fltrace:%s:... "
+	cli_note("note: far memory on %u server%s, each page on %u; this run's items are keyed fltrace:%s:... "
 		 "(cleared when the command ends)", n, n == 1 ? "" : "s", r, o->far_run);
 	return 0;
 }
@@ -217,7 +219,7 @@ static bool far_line_key(const char *line, const char *prefix, char *key, size_t
 
 /* Lists the server's keys (lru_crawler metadump) and deletes those of this run; returns how many,
  * or -errno (-EACCES: the server takes no text commands, as with SASL). */
-static long far_clear_server(const struct mc_addr *a, const char *prefix)
+static long far_clear_server(const struct mc_addr *a, const char *prefix, const struct record_opts *o)
 {
 	uint64_t deadline = mc_deadline(FAR_CLEAR_MS);
 	int fd = mc_connect(a, mc_deadline(FAR_CHECK_MS));
@@ -234,7 +236,7 @@ static long far_clear_server(const struct mc_addr *a, const char *prefix)
 		size_t at = 0, have = 0;
 		while (!done && !err) {
 			if (at == have) {
-				/* a server that sends nothing for 2 s is given up; one that sends, up to the deadline */
+				/* a server silent for --far-timeout is given up; one that sends, up to the deadline */
 				uint64_t quiet = mc_deadline(FAR_CHECK_MS);
 				long got = mc_recv_some(fd, buf, sizeof(buf), quiet < deadline ? quiet : deadline);
 				if (got < 0) {
@@ -363,7 +365,7 @@ void record_clear_far(const struct record_opts *o)
 	if (mc_list_parse(o->far_dir, v, MC_SERVERS_MAX, &n, bad, sizeof(bad)) < 0)
 		return;
 	for (unsigned i = 0; i < n; i++) {
-		long done = far_clear_server(&v[i], prefix);
+		long done = far_clear_server(&v[i], prefix, o);
 		if ((done == -EACCES || done == -ECONNRESET) && o->far_auth)
 			done = far_clear_by_stats(&v[i], o);
 		if (done < 0 && done != -ECONNREFUSED) /* refused: nothing listens, nothing is kept there */

@@ -24,6 +24,9 @@
 #define FLTRACE_ENV_FAR_RUN "FLTRACE_FAR_RUN"       /* the run's random id (16 hex digits): its items' prefix */
 #define FLTRACE_ENV_FAR_AUTH "FLTRACE_FAR_AUTH"     /* --far-auth: a file "user:password" for SASL */
 #define FLTRACE_MAX_FAR_REPLICAS 16
+#define FLTRACE_ENV_FAR_TIMEOUT "FLTRACE_FAR_TIMEOUT_MS" /* --far-timeout: a server silent this long is lost */
+#define FLTRACE_DEFAULT_FAR_TIMEOUT_MS 2000
+#define FLTRACE_MAX_FAR_TIMEOUT_MS 600000
 #define FLTRACE_ENV_STACK_DEPTH "FLTRACE_STACK_DEPTH" /* --depth: frames per stack */
 #define FLTRACE_ENV_POLL "FLTRACE_POLL"             /* --poll: adaptive | block | spin */
 #define FLTRACE_ENV_SPIN_US "FLTRACE_SPIN_US"       /* adaptive: µs a handler polls after a fault (100) */

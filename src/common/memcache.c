@@ -418,7 +418,7 @@ const char *mc_status_str(uint16_t status)
 const char *mc_conn_strerror(int err)
 {
 	switch (err) {
-	case -ETIMEDOUT: return "did not answer within 2 s (stopped, or the network is down)";
+	case -ETIMEDOUT: return "did not answer in time (stopped, or the network is down; --far-timeout)";
 	case -ECONNRESET: return "closed the connection (it died or restarted)";
 	case -ECONNREFUSED: return "refused the connection (nothing listens there)";
 	default: return strerror(-err);

@@ -35,6 +35,8 @@ static const struct setting settings[] = {
 	{ FLTRACE_ENV_FAR, K_FAR, OFF(far), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_FAR_LATENCY, K_U64, OFF(far_latency_ns), false, 0, 0, FLTRACE_MAX_FAR_LATENCY_US, NULL },
 	{ FLTRACE_ENV_FAR_REPLICAS, K_UNSIGNED, OFF(far_replicas), false, 1, 1, FLTRACE_MAX_FAR_REPLICAS, NULL },
+	{ FLTRACE_ENV_FAR_TIMEOUT, K_U64, OFF(far_timeout_ms), false, FLTRACE_DEFAULT_FAR_TIMEOUT_MS, 10,
+	  FLTRACE_MAX_FAR_TIMEOUT_MS, NULL },
 	{ FLTRACE_ENV_FAR_RUN, K_HEX16, OFF(far_run), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_FAR_AUTH, K_PATH, OFF(far_auth), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_STACK_DEPTH, K_UNSIGNED, OFF(stack_depth), false, FLTRACE_DEFAULT_STACK_DEPTH, 1,

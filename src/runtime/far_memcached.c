@@ -23,8 +23,8 @@
 #define MCF_REQ_MAX (MC_HDR + 8 + MCF_KEY_MAX + MCF_ITEM)
 #define MCF_BATCH 64      /* pages per pipelined request (evict.c moves runs of at most 64) */
 #define MCF_POINTS 160    /* points per server on the hash ring */
-#define MCF_IO_MS 2000    /* a server that does not answer within this is given up (kill -STOP) */
-#define MCF_CONNECT_MS 1000
+/* A server that does not answer within --far-timeout (2 s by default) is given up: kill -STOP. */
+#define MCF_IO_MS (rt.cfg.far_timeout_ms ? rt.cfg.far_timeout_ms : FLTRACE_DEFAULT_FAR_TIMEOUT_MS)
 #define MCF_NOOP_OPAQUE 0xffffffffu
 /* The stats line, written once a second, says how far a process's slots go, with this margin: so
  * that fltrace record can clear them from a server it cannot list (SASL) after a process died by a
@@ -279,7 +279,7 @@ static int server_lost(unsigned s, int err)
 	}
 	char note[256];
 	fmt_init(&f, note, sizeof(note));
-	fmt_str(&f, "far memory: server ");
+	fmt_str(&f, "note: far memory: server ");
 	fmt_str(&f, name);
 	fmt_char(&f, ' ');
 	fmt_str(&f, how);
@@ -292,7 +292,7 @@ static int server_lost(unsigned s, int err)
 
 static int conn_open(struct mcf_server *s)
 {
-	uint64_t deadline = mc_deadline(MCF_CONNECT_MS);
+	uint64_t deadline = mc_deadline(MCF_IO_MS);
 	int fd = mc_connect(&s->addr, deadline);
 	if (fd < 0)
 		return fd;

@@ -48,6 +48,7 @@ struct rt_config {
 	const char *far_arg; /* file: the directory (in the environment) */
 	uint64_t far_latency_ns; /* --far-latency: waited at each re-fetch */
 	unsigned far_replicas;   /* --far-replicas (memcached): servers that keep each page */
+	uint64_t far_timeout_ms; /* --far-timeout (memcached): a server silent this long is given up */
 	const char *far_run;     /* memcached: the run's id (16 hex digits, in the environment), or NULL */
 	const char *far_auth;    /* --far-auth (memcached): "user:password" file, or NULL */
 	unsigned stack_depth;

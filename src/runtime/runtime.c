@@ -217,6 +217,7 @@ static void config_parse(struct rt_config *c)
 	c->far_arg = rc.far_arg;
 	c->far_latency_ns = rc.far_latency_ns;
 	c->far_replicas = rc.far_replicas;
+	c->far_timeout_ms = rc.far_timeout_ms;
 	c->far_run = rc.far_run;
 	c->far_auth = rc.far_auth;
 	c->stack_depth = rc.stack_depth;

@@ -485,6 +485,7 @@ int main(void)
 	for (int i = 0; i < 16; i++)
 		mc_run[i] = "0123456789abcdef"[rand() % 16];
 	rt.cfg.far_run = mc_run;
+	rt.cfg.far_timeout_ms = 120000; /* a slow server on a busy machine is no verdict here */
 	/* each backend's own cases right after its walk, while it is the one far.c uses */
 	for (unsigned id = 0; id < FLTRACE_BACKEND_COUNT; id++) {
 		test_backend(id, dir);
