@@ -13,7 +13,7 @@
 #              floor: releasing or moving a region's pages hands them to the far store and policy)
 #   5 calls    prefault.h, sysstack.h, loader.h, allocs.h, maps.h: system calls, the loader,
 #              allocation sites, the maps history, over the memory they touch
-#   6 fault    fault.h, handler.h: the fault path (threadstate, stack, record, serve, handler)
+#   6 fault    fault.h, handler.h: the fault path (threadstate, stack, record, serve, handler, pollers)
 #   7 life     stats.h, runtime.c, fork.c: starting, forking and the once-a-second thread
 #   8 preload  preload/*.c: the interposed functions, on top of everything; nothing includes them
 # and, a tower of its own beside the runtime: src/analysis (headers of its own) under tools/.
@@ -43,7 +43,7 @@ floor_of_file() { # a file's own floor
 	inc/*|src/common/*) echo 0 ;;
 	src/runtime/*.h) floor_of_header "$b" ;;
 	src/runtime/policy*.c|src/runtime/far*.c) echo 4 ;;
-	src/runtime/threadstate.c|src/runtime/stack.c|src/runtime/record.c|src/runtime/serve.c) echo 6 ;;
+	src/runtime/threadstate.c|src/runtime/stack.c|src/runtime/record.c|src/runtime/serve.c|src/runtime/pollers.c) echo 6 ;;
 	src/runtime/runtime.c|src/runtime/fork.c) echo 7 ;;
 	src/runtime/lock.c) echo 3 ;; # its check reports through rt_die (rt.h)
 	src/runtime/*.c) # a module's file sits on its header's floor; the rest of the base on 3

@@ -108,8 +108,11 @@ static void record_help(void)
 "      Spellings: -L 140, -L140, -L=140, --localmem 140, --localmem=140.\n"
 "\n"
 "options:\n"
-"  -C, --handlers <n>      fault-handler threads (default 1, at most %d)\n"
-"      --cores <list>      CPUs to pin the handler threads to, e.g. 0,1 or 0-3 (default: none)\n"
+"  -C, --handlers <n>      fault-handler threads (default 1, at most %d); with --poll percpu\n"
+"                          the backstops that serve when every CPU is busy\n"
+"      --cores <list>      CPUs to pin the handler threads to, e.g. 0,1 or 0-3 (default: none);\n"
+"                          with --poll percpu the CPUs that get a poller (default: all the\n"
+"                          program may use)\n"
 "  -S, --samplerate <n>    faults recorded per second, 0 = all (default 0)\n"
 "  -o, --output <dir>      where the trace goes (default: the current directory); created if\n"
 "                          missing. fltrace-data-* files of an earlier recording there are\n"
@@ -119,10 +122,13 @@ RECORD_MAX_HANDLERS);
 	record_help_backends();
 	printf(
 "      --depth <n>         stack frames recorded per fault (default %d, at most %d)\n"
-"      --poll <mode>       how handler threads wait for faults: adaptive (default: poll for\n"
-"                          100 us after a fault, then block; block at once when the faulting\n"
-"                          thread runs on the handler's CPU), block, or spin (busy-poll,\n"
-"                          one core busy per thread)\n"
+"      --poll <mode>       how faults are waited for and served: percpu (default: a poller per\n"
+"                          CPU at the lowest priority, SCHED_IDLE, serves each fault on the CPU\n"
+"                          it was taken on; it uses only CPU time no program thread wants,\n"
+"                          polls while faults come and sleeps 2 ms after the last),\n"
+"                          adaptive (-C threads poll 100 us after a fault, then block), block\n"
+"                          (always block: the fewest CPU cycles, the slowest), or spin\n"
+"                          (busy-poll: one core per -C thread, taken from the program)\n"
 "      --files <which>     file pages traced: mapped (default: the private file mappings the\n"
 "                          program makes with mmap) or all (also the code and read-only data\n"
 "                          of the executable and its libraries that the loader mapped, except\n"
@@ -235,8 +241,8 @@ static int record_parse_far(const char *arg, struct record_opts *o)
 
 static int record_parse_poll(const char *arg, struct record_opts *o)
 {
-	if (strcmp(arg, "adaptive") && strcmp(arg, "block") && strcmp(arg, "spin"))
-		return cli_error(CLI_EXIT_USAGE, "--poll", "'%s' is not a mode; give adaptive, block or spin",
+	if (strcmp(arg, "percpu") && strcmp(arg, "adaptive") && strcmp(arg, "block") && strcmp(arg, "spin"))
+		return cli_error(CLI_EXIT_USAGE, "--poll", "'%s' is not a mode; give percpu, adaptive, block or spin",
 				 arg);
 	o->poll = arg;
 	return 0;

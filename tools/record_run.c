@@ -151,7 +151,7 @@ static int run_set_environment(const struct record_opts *o)
 	err |= setenv(FLTRACE_ENV_POLICY, fltrace_policy_name((unsigned)o->policy), 1);
 	err |= run_set_far(o);
 	err |= run_setenv_u64(FLTRACE_ENV_STACK_DEPTH, o->depth);
-	err |= setenv(FLTRACE_ENV_POLL, o->poll ? o->poll : "adaptive", 1);
+	err |= setenv(FLTRACE_ENV_POLL, o->poll ? o->poll : "percpu", 1);
 	err |= setenv(FLTRACE_ENV_FILES, o->files ? o->files : "mapped", 1);
 	err |= run_setenv_u64(FLTRACE_ENV_ALLOC_SAMPLE, o->alloc_sample_off ? 0 :
 			      o->alloc_sample ? o->alloc_sample : FLTRACE_DEFAULT_ALLOC_SAMPLE);

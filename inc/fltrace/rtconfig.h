@@ -9,7 +9,7 @@
 #include "fltrace/config.h"
 #include "fltrace/cpulist.h"
 
-enum rtconfig_poll { RTCONFIG_POLL_ADAPTIVE, RTCONFIG_POLL_BLOCK, RTCONFIG_POLL_SPIN };
+enum rtconfig_poll { RTCONFIG_POLL_PERCPU, RTCONFIG_POLL_ADAPTIVE, RTCONFIG_POLL_BLOCK, RTCONFIG_POLL_SPIN };
 
 struct rtconfig {
 	uint64_t localmem, maxmem; /* bytes; maxmem >= localmem */

@@ -20,7 +20,7 @@ struct setting {
 	const char *const *words; /* K_WORD: the accepted values, in enum order; NULL-terminated */
 };
 
-static const char *const poll_words[] = { "adaptive", "block", "spin", NULL };
+static const char *const poll_words[] = { "percpu", "adaptive", "block", "spin", NULL };
 static const char *const files_words[] = { "mapped", "all", NULL };
 
 #define OFF(f) offsetof(struct rtconfig, f)
@@ -41,7 +41,7 @@ static const struct setting settings[] = {
 	{ FLTRACE_ENV_FAR_AUTH, K_PATH, OFF(far_auth), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_STACK_DEPTH, K_UNSIGNED, OFF(stack_depth), false, FLTRACE_DEFAULT_STACK_DEPTH, 1,
 	  FLTRACE_MAX_STACK_DEPTH, NULL },
-	{ FLTRACE_ENV_POLL, K_WORD, OFF(poll), false, RTCONFIG_POLL_ADAPTIVE, 0, 0, poll_words },
+	{ FLTRACE_ENV_POLL, K_WORD, OFF(poll), false, RTCONFIG_POLL_PERCPU, 0, 0, poll_words },
 	{ FLTRACE_ENV_SPIN_US, K_U64, OFF(spin_ns), false, 100, 0, 1000000, NULL },
 	{ FLTRACE_ENV_FILES, K_WORD, OFF(files_all), false, 0, 0, 0, files_words },
 	{ FLTRACE_ENV_ALLOCS, K_BOOL, OFF(allocs), false, 1, 0, 1, NULL },
@@ -74,7 +74,7 @@ static int parse_words(const struct setting *s, const char *v, unsigned *out, st
 			return 0;
 		}
 	return refuse(err, s, v, "is not one of its values", s->words == poll_words ?
-		      "give adaptive, block or spin" : "give mapped or all");
+		      "give percpu, adaptive, block or spin" : "give mapped or all");
 }
 
 static int parse_one(const struct setting *s, const char *v, struct rtconfig *c, struct rtconfig_error *err)

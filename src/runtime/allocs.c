@@ -10,6 +10,7 @@
 #include "rt.h"
 #include "prefault.h"
 #include "trace.h"
+#include "threads.h"
 #include "allocs.h"
 
 /* Recorded malloc-family pointers, so that free() knows which frees to record. A free that is
@@ -116,11 +117,16 @@ static bool table_remove(uintptr_t p)
 	return false;
 }
 
+/* A program thread writing a record may take the trace's growth lock: busy meanwhile, so that a
+ * fault in a signal handler of the program's never brings it the stack signal, whose handler
+ * would take that lock again (see prefault_caller_stack). */
 static void allocs_write(uintptr_t p, size_t size, unsigned kind, unsigned flags)
 {
 	uint32_t rsize = ft_rec_size(sizeof(struct ft_alloc));
 	uint32_t stack = prefault_caller_stack();
+	struct own_code c = threads_own_code_begin();
 	struct ft_alloc *rec = trace_reserve(rsize);
+	threads_own_code_end(c);
 	if (!rec)
 		return;
 	rec->time_ns = rt_now_ns();
@@ -137,7 +143,9 @@ static void allocs_write(uintptr_t p, size_t size, unsigned kind, unsigned flags
 static void allocs_write_free(uintptr_t p, size_t len)
 {
 	uint32_t rsize = ft_rec_size(sizeof(struct ft_free));
+	struct own_code c = threads_own_code_begin();
 	struct ft_free *rec = trace_reserve(rsize);
+	threads_own_code_end(c);
 	if (!rec)
 		return;
 	rec->time_ns = rt_now_ns();

@@ -221,9 +221,14 @@ static bool far_has_room(uint64_t pages)
 	return pagestate_far() + pages <= ev.far_limit;
 }
 
+bool evict_has_room(unsigned need)
+{
+	return pagestate_resident() + need <= ev.cap_pages;
+}
+
 int evict_make_room(unsigned need)
 {
-	if (pagestate_resident() + need <= ev.cap_pages)
+	if (evict_has_room(need))
 		return 0;
 	uint64_t target = ev.cap_pages > need + ev.batch - 1 ? ev.cap_pages - need - (ev.batch - 1) : 0;
 	unsigned idle_rounds = 0;

@@ -86,6 +86,11 @@ static void far_wait(void)
 	rt_time_add(&rt.stats.time.far_wait, t0);
 }
 
+bool far_is_local(void)
+{
+	return !fa.b->get && !rt.cfg.far_latency_ns;
+}
+
 const void *far_page_source(uint32_t slot)
 {
 	far_wait();

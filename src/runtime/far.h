@@ -49,6 +49,7 @@ static inline void far_page_out(uint32_t slot)
  * `mem` (no extra copy), else one page read from the medium (valid until the next call; rt.lock
  * held). Includes --far-latency's wait, counted apart. */
 const void *far_page_source(uint32_t slot);
+bool far_is_local(void); /* far_page_source is a plain read of local memory (no medium, no wait) */
 void far_slots_freed(uint32_t first, unsigned n); /* farmem.c, when it empties a run of slots */
 void far_keys(uint64_t *ns, uint64_t *slots); /* the backend's keys call; 0, 0 without one */
 void far_fork_prepare(void);

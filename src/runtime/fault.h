@@ -35,11 +35,39 @@ void record_without_stack(struct rt_thread *t, struct rt_thread *slot, int tid,
 			  const struct syscall_state *s, const uint64_t *ips, unsigned depth,
 			  enum rt_nostack why);
 
+/* ---- handler.c: what a handler thread does with messages (pollers.c runs the threads) ---- */
+struct uffd_msg;
+struct handler_ctx;
+void handler_thread_enter(void);            /* first in every handler thread */
+struct handler_ctx *handler_ctx_new(void);  /* a handler thread's own state */
+void handler_message(struct handler_ctx *ctx, const struct uffd_msg *m, int fd);
+void handler_tend(struct handler_ctx *ctx); /* faults a fork kept, signals not yet answered */
+bool handler_ctx_waiting(const struct handler_ctx *ctx); /* it has such follow-ups */
+/* The CPU the thread of this handler's last fault took its stack signal on (-1: unknown). */
+int handler_peer_cpu(void);
+/* pollers.c: a poller about to work long under rt.lock leaves SCHED_IDLE until it polls again. */
+void handler_hold_cpu(void);
+
 /* ---- serve.c (fault_bring_in in handler.h: fork.c serves pages too) ---- */
 int serve_init(void);
+/* A handler thread's list of wakes done after rt.lock (every thread that serves: at its start). */
+int serve_thread_init(void);
+/* After rt_unlock: the wakes that serving queued meanwhile, in order. */
+void serve_wakes_flush(void);
+/* Wakes the threads asleep on a page, unless another handler owes one of them its stack signal:
+ * then the wake is left to that handler, done right after the signal (every handler's wake of a
+ * faulting thread goes through here). */
+void serve_wake_page(int fd, uintptr_t addr);
 /* A page on probation comes back without a recorded fault; false if it is not on probation. */
 bool fault_serve_soft(uintptr_t addr, int fd);
-/* Brings the page in, the stack signal queued around it if *signal; false if nothing to serve. */
-bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, bool *signal);
+/* How a served fault's thread gets its stack signal: none, sent before its page is served (it then
+ * waits in its handler for the page), or once the page is in place. */
+enum serve_signal { SERVE_SIGNAL_NONE, SERVE_SIGNAL_EARLY, SERVE_SIGNAL_LATE };
+/* EARLY: sends the signal, before rt.lock; false if it could not be sent. */
+bool signal_early_post(struct rt_thread *t, int tid);
+void signal_early_cancel(struct rt_thread *t); /* it records nothing and faults again */
+/* Brings the page in; false if nothing to serve. *late: the LATE signal is owed (sent at the
+ * flush) and the thread awaits it. */
+bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, enum serve_signal signal, bool *late);
 
 #endif

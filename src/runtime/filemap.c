@@ -12,6 +12,7 @@
 #include "rt.h"
 #include "filemap.h"
 #include "trace.h"
+#include "threads.h"
 
 #define FILEMAP_MAX 4096
 
@@ -196,7 +197,9 @@ uint32_t filemap_record(int file, uintptr_t start, size_t len, uint64_t off)
 	uint32_t id = fm.next_id++;
 	const struct filemap_file *fl = &fm.v[file];
 	uint32_t size = ft_rec_size((uint32_t)(sizeof(struct ft_region) + fl->path_len));
+	struct own_code c = threads_own_code_begin(); /* see allocs_write */
 	struct ft_region *r = trace_reserve(size);
+	threads_own_code_end(c);
 	if (!r)
 		return id;
 	r->time_ns = rt_now_ns();

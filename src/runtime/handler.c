@@ -1,5 +1,6 @@
-/* The handler threads' loop: read userfaultfd messages, decide for each fault how its stack is taken
- * (signal, unwind from here, or none), serve it, follow up unanswered signals; and the watchdog. */
+/* What a handler thread does with userfaultfd messages: decide for each fault how its stack is
+ * taken (signal, unwind from here, or none), serve it, follow up unanswered signals and faults a
+ * fork kept waiting. Which threads handle, where and when: pollers.c. */
 #include <errno.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -15,23 +16,9 @@
 #include "threads.h"
 #include "handler.h"
 
-#define MSG_BATCH 64
 #define PENDING_MAX 4096
 #define WAKE_AFTER_NS (2 * 1000 * 1000ull)      /* a harmless early wake-up */
 #define CHECK_BLOCKED_AFTER_NS (50 * 1000 * 1000ull)
-
-static struct {
-	pthread_t threads[RT_MAX_HANDLERS];
-	unsigned n;
-	_Atomic int tids[RT_MAX_HANDLERS];
-	_Atomic uint64_t progress; /* messages handled: the watchdog's sign of life */
-	_Atomic unsigned started;  /* threads that got past glibc's thread start-up */
-	uint64_t watched_progress;
-	unsigned stalled_seconds;  /* seconds without progress in which nothing could make any */
-	uint64_t stalled_cpu_ticks; /* CPU the handlers used since the last progress */
-	uint64_t last_cpu[RT_MAX_HANDLERS];
-	bool stalling;
-} hd;
 
 static __thread bool tls_is_handler;
 /* The CPU the thread of this handler's last fault ran on at its previous stack signal (-1:
@@ -47,6 +34,7 @@ bool handler_is_current_thread(void)
 struct deferred_msg {
 	struct uffd_msg m;
 	int fd;
+	uint64_t since; /* first kept (rt_mono_ns) */
 };
 
 /* A fault served without the stack signal whose thread's stack could not be read while a fork held
@@ -128,10 +116,10 @@ static void handler_defer_note(struct handler_ctx *ctx, const struct rt_thread *
 		d->s = *s;
 }
 
-static void handler_defer_msg(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
+static void handler_defer_msg(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, uint64_t since)
 {
 	ctx->deferred = handler_list_room(ctx->deferred, ctx->ndeferred, &ctx->deferred_cap, sizeof(*ctx->deferred));
-	ctx->deferred[ctx->ndeferred++] = (struct deferred_msg){ .m = *m, .fd = fd };
+	ctx->deferred[ctx->ndeferred++] = (struct deferred_msg){ .m = *m, .fd = fd, .since = since };
 }
 
 /* FLTRACE_TEST_HANDLER_LAG: this handler falls behind the thread it has just served, as one preempted
@@ -202,6 +190,7 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		if (soft)
 			rt_time_add(&rt.stats.time.soft, t0);
 		rt_unlock();
+		serve_wakes_flush();
 		if (soft)
 			return true;
 	}
@@ -219,7 +208,7 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		 * kept from going to sleep there for long (a busy machine). Either way, woken, it
 		 * retries the access, and faults again if the page is still missing: that fault is
 		 * the one served and recorded, with the state read then. */
-		uffd_wake(fd, addr, rt.page_size);
+		serve_wake_page(fd, addr);
 		atomic_fetch_add(&rt.stats.faults_reraised, 1);
 		return true;
 	}
@@ -241,9 +230,6 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	bool unwind = record && !busy && !signal && s.nr >= -1 && !slot_has_call_stack(t, s.nr);
 	struct rt_thread local;
 	struct rt_thread *req = signal ? t : &local; /* only a signalled request lives in the slot */
-
-	if (!handler_lock())
-		return false;
 	req->addr = addr;
 	req->uffd = fd;
 	req->arrival_ns = arrival;
@@ -252,13 +238,29 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	req->region = 0;
 	req->pc_at_fault = s.pc;
 	req->sp_at_fault = s.sp;
-	/* Under the lock: no other handler may serve the page before the signal is queued. */
-	bool wanted_signal = signal;
-	bool served = fault_serve(req, addr, tid, &signal);
+	/* Only a handler of the program's own can wake the thread from its fault and run it back to
+	 * the faulting instruction before its page is in place: then the signal goes first (before
+	 * rt.lock: woken, the thread would preempt a SCHED_IDLE poller holding it), and the thread
+	 * waits in its handler for the page. Without one, the cheaper order is as safe. */
+	enum serve_signal how = !signal ? SERVE_SIGNAL_NONE :
+				atomic_load(&rt.program_catches) ? SERVE_SIGNAL_EARLY : SERVE_SIGNAL_LATE;
+	if (how == SERVE_SIGNAL_EARLY && !signal_early_post(t, tid))
+		how = SERVE_SIGNAL_NONE;
+	if (!handler_lock()) {
+		if (how != SERVE_SIGNAL_EARLY)
+			return false;
+		/* A fork holds the lock: the signalled thread records nothing, faults again, and that
+		 * fault waits for the fork like any other. */
+		signal_early_cancel(t);
+		return true;
+	}
+	bool late = false;
+	bool served = fault_serve(req, addr, tid, how, &late);
 	rt_unlock();
+	serve_wakes_flush();
 	if (!served)
 		return true;
-	if (signal) { /* counted by the thread, as it records: before it runs on (handler_on_signal) */
+	if (how == SERVE_SIGNAL_EARLY || late) { /* counted by the thread, as it records (handler_on_signal) */
 		tls_peer_cpu = atomic_load_explicit(&t->cpu, memory_order_relaxed);
 		handler_test_lag();
 		if (ctx->npending < PENDING_MAX)
@@ -267,33 +269,47 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	}
 	/* The thread sleeps until the record is written: a program that exits right after its last
 	 * fault must still find that fault in its trace. */
-	enum rt_nostack why = wanted_signal ? NOSTACK_GONE : s.nr >= -1 ? NOSTACK_UNWIND : NOSTACK_STATE;
+	enum rt_nostack why = signal ? NOSTACK_GONE : s.nr >= -1 ? NOSTACK_UNWIND : NOSTACK_STATE;
 	const struct syscall_state *state = s.nr >= -1 ? &s : NULL;
 	if (!handler_note_unsignalled(req, t, tid, record, state, unwind, why)) {
 		handler_defer_note(ctx, req, t, tid, record, state, unwind, why);
 		return true;
 	}
-	uffd_wake(fd, addr, rt.page_size);
+	serve_wake_page(fd, addr);
 	return true;
 }
 
 /* One fault message, timed whole. A fault of the thread that holds rt.lock across a fork is served
  * under its hold, until its thread is woken; another thread's, while a fork holds the lock, is kept
  * for later (its thread sleeps on). */
-static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
+/* A fault of a thread whose previous fault's stack signal is sent but not yet taken waits (up to
+ * REQUEST_WAIT_NS) for it to be taken: the thread left that fault early (a signal of the program's
+ * woke it, and its handler faulted) and will take the stack signal, in its own handler, before it
+ * can run on; served now, this fault would find the request open and go without a stack. Several
+ * handlers at once (pollers) meet this; one handler reading faults in order never did. */
+#define REQUEST_WAIT_NS (20 * 1000 * 1000ull)
+static bool handler_request_open(int tid, uint64_t since, uint64_t now)
+{
+	struct rt_thread *t = tid ? threads_find(tid) : NULL;
+	return t && !atomic_load(&t->busy) && atomic_load(&t->state) == REQ_PENDING && now - since < REQUEST_WAIT_NS;
+}
+
+static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, uint64_t since)
 {
 	uint64_t t0 = rt_mono_ns();
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	bool holder = tid && atomic_load(&rt.fork_holder) == tid;
 	/* Another handler may act under the holder's hold right now: this fault then waits too. */
 	bool done = false;
-	if (!holder || rt_lock_borrow()) {
+	if (!holder && handler_request_open(tid, since ? since : t0, t0))
+		done = false;
+	else if (!holder || rt_lock_borrow()) {
 		done = handler_fault_serve(ctx, m, fd, holder);
 		if (holder)
 			rt_lock_return();
 	}
 	if (!done)
-		handler_defer_msg(ctx, m, fd);
+		handler_defer_msg(ctx, m, fd, since ? since : t0);
 	rt_time_add(&rt.stats.time.serve, t0);
 }
 
@@ -306,7 +322,7 @@ static void handler_finish_notes(struct handler_ctx *ctx)
 	for (unsigned i = 0; i < n; i++) {
 		struct deferred_note d = ctx->notes[i];
 		if (handler_note_unsignalled(&d.req, d.t, d.tid, d.record, d.in_state ? &d.s : NULL, d.unwind, d.why))
-			uffd_wake(d.req.uffd, d.req.addr, rt.page_size);
+			serve_wake_page(d.req.uffd, d.req.addr);
 		else
 			ctx->notes[ctx->nnotes++] = d; /* at most at index i: no growth */
 	}
@@ -327,7 +343,7 @@ static void handler_retry_deferred(struct handler_ctx *ctx)
 		if (holder && (int)d.m.arg.pagefault.feat.ptid != holder)
 			ctx->deferred[ctx->ndeferred++] = d;
 		else
-			handler_fault(ctx, &d.m, d.fd);
+			handler_fault(ctx, &d.m, d.fd, d.since);
 	}
 }
 
@@ -354,7 +370,7 @@ static bool record_blocked_thread(struct rt_thread *t, int tid)
 	record_without_stack(t, t, tid, &at, ips, depth,
 			     fate == SIG_GONE ? NOSTACK_GONE : asleep ? NOSTACK_UNWIND : NOSTACK_BLOCKED);
 	atomic_store(&t->state, REQ_IDLE);
-	uffd_wake(t->uffd, t->addr, rt.page_size);
+	serve_wake_page(t->uffd, t->addr);
 	return true;
 }
 
@@ -379,7 +395,7 @@ static void handler_check_pending(struct handler_ctx *ctx)
 				ctx->pending[i] = ctx->pending[--ctx->npending];
 				continue;
 			}
-			uffd_wake(t->uffd, t->addr, rt.page_size);
+			serve_wake_page(t->uffd, t->addr);
 		}
 		enum sig_fate fate = age > CHECK_BLOCKED_AFTER_NS ? thread_signal_fate(tid) : SIG_COMING;
 		if (fate != SIG_COMING) {
@@ -396,192 +412,42 @@ static void handler_check_pending(struct handler_ctx *ctx)
 		i++;
 	}
 }
-static void handler_pin(unsigned index)
-{
-	unsigned n = rt.cfg.pinned ? cpulist_count(&rt.cfg.cores) : 0;
-	if (n == 0)
-		return;
-	/* The index-th CPU of the list (handlers beyond its length start over at its first). */
-	unsigned want = index % n, cpu = 0;
-	for (unsigned seen = 0; cpu < CPULIST_MAX; cpu++)
-		if (cpulist_has(&rt.cfg.cores, cpu) && seen++ == want)
-			break;
-	/* A cpulist is the kernel's affinity mask (64-bit words, lowest CPU first): no CPU_ALLOC,
-	 * whose malloc would be the program's heap. */
-	struct cpulist one = { 0 };
-	one.bits[cpu / 64] = 1ull << (cpu % 64);
-	syscall(SYS_sched_setaffinity, 0, sizeof(one.bits), one.bits);
-}
 
-/* Faults come in bursts: polling a little longer before sleeping saves the wake-up of an idle
- * vCPU, which costs 100+ us on these VMs (kernel-facts). But polling on the CPU the faulting
- * thread runs on takes that CPU from it until the poll ends, and its next fault then waits for
- * the same wake-up anyway: there, block at once (a wake-up on one's own CPU is the cheap one). */
-static bool handler_keep_polling(uint64_t last_msg)
-{
-	if (rt.cfg.spin)
-		return true;
-	if (rt_mono_ns() - last_msg >= rt.cfg.spin_ns)
-		return false;
-	return tls_peer_cpu < 0 || tls_peer_cpu != sched_getcpu();
-}
-
-static void *handler_main(void *arg)
+void handler_thread_enter(void)
 {
 	rt_tls_internal = 1;
 	tls_is_handler = true;
 	fdtable_thread_enter();
-	atomic_store(&hd.tids[(uintptr_t)arg % RT_MAX_HANDLERS], rt_gettid());
-	atomic_fetch_add(&hd.started, 1);
-	handler_pin((unsigned)(uintptr_t)arg);
+}
+
+struct handler_ctx *handler_ctx_new(void)
+{
 	/* Not thread-local: every thread of the program would carry its 70 KB. */
 	struct handler_ctx *ctx = rt_map(sizeof(*ctx));
-	if (!ctx)
+	if (!ctx || serve_thread_init() < 0)
 		rt_die("handler", "no memory for a handler thread's state", "free some memory and run again");
-	struct uffd_msg msgs[MSG_BATCH];
-	/* Two fds with --files=all: the program's memory, and the loader's mappings taken over (whose
-	 * REMAP events are only read: reading one lets the mremap that raised it return). */
-	struct pollfd pfd[2] = { { .fd = rt.uffd, .events = POLLIN }, { .fd = rt.loader_uffd, .events = POLLIN } };
-	nfds_t nfds = rt.loader_uffd >= 0 ? 2 : 1;
-	uint64_t last_msg = 0;
-	for (;;) {
-		ssize_t n = 0;
-		bool failed = false;
-		for (nfds_t k = 0; k < nfds; k++) {
-			ssize_t got = rt_read(pfd[k].fd, msgs, sizeof(msgs));
-			if (got < 0 && errno != EAGAIN && errno != EINTR)
-				failed = true;
-			if (got <= 0)
-				continue;
-			n += got;
-			for (ssize_t i = 0; i < got / (ssize_t)sizeof(msgs[0]); i++) {
-				if (msgs[i].event == UFFD_EVENT_PAGEFAULT)
-					handler_fault(ctx, &msgs[i], pfd[k].fd);
-				/* Each message, not each batch: a batch of 64 slow faults on a busy
-				 * machine is progress the watchdog must see. */
-				atomic_fetch_add_explicit(&hd.progress, 1, memory_order_relaxed);
-			}
-		}
-		handler_retry_deferred(ctx);
-		if (n > 0) {
-			if (ctx->npending)
-				handler_check_pending(ctx);
-			last_msg = rt_mono_ns();
-			continue;
-		}
-		if (failed)
-			break;
-		if (ctx->npending)
-			handler_check_pending(ctx);
-		if (handler_keep_polling(last_msg)) {
-			__builtin_ia32_pause();
-			continue;
-		}
-		uint64_t t0 = rt_mono_ns();
-		atomic_fetch_add_explicit(&rt.stats.time.wakeups, 1, memory_order_relaxed);
-		int polled = poll(pfd, nfds, ctx->npending || ctx->ndeferred || ctx->nnotes ? 1 : 200);
-		rt_time_add(&rt.stats.time.idle, t0);
-		if (polled < 0 && errno != EINTR)
-			break;
-	}
-	return NULL;
+	return ctx;
 }
 
-int handler_start(void)
+void handler_message(struct handler_ctx *ctx, const struct uffd_msg *m, int fd)
 {
-	if (serve_init() < 0)
-		return -ENOMEM;
-	unsigned n = rt.cfg.handlers ? rt.cfg.handlers : 1;
-	if (n > RT_MAX_HANDLERS)
-		n = RT_MAX_HANDLERS;
-	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
-	atomic_store(&hd.started, 0);
-	for (hd.n = 0; hd.n < n; hd.n++) {
-		if (rt_thread_create(&hd.threads[hd.n], handler_main, (void *)(uintptr_t)hd.n) != 0)
-			break;
-		pthread_setname_np(hd.threads[hd.n], "fltrace-handler");
-	}
-	/* glibc's thread start-up reads the program's locale data (__ctype_init), which may be on the
-	 * heap: it must be done before the heap is registered (a fork child's is, until its runtime
-	 * starts), or a handler would wait for a fault only it can serve. */
-	while (atomic_load(&hd.started) < hd.n)
-		sched_yield();
-	rt_tls_internal--;
-	return hd.n == n ? 0 : -EAGAIN;
+	if (m->event == UFFD_EVENT_PAGEFAULT)
+		handler_fault(ctx, m, fd, 0);
 }
 
-/* A thread of this process from /proc/self/task/<tid>/stat: whether it is on a CPU or waiting for
- * one ('R'), and the CPU it has used (utime + stime, in clock ticks). False if it cannot be read. */
-static bool task_sched_state(int tid, bool *runnable, uint64_t *cpu_ticks)
+void handler_tend(struct handler_ctx *ctx)
 {
-	char path[64], buf[512];
-	struct fmt f;
-	fmt_init(&f, path, sizeof(path));
-	fmt_str(&f, "/proc/self/task/");
-	fmt_u64(&f, (uint64_t)tid);
-	fmt_str(&f, "/stat");
-	size_t len = rt_read_file(path, buf, sizeof(buf) - 1);
-	buf[len] = '\0';
-	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-	if (!p || p[1] != ' ')
-		return false;
-	*runnable = p[2] == 'R';
-	p += 2; /* field 3, the state; utime and stime are fields 14 and 15 */
-	for (int field = 3; field < 14 && p; field++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
-	}
-	if (!p)
-		return false;
-	char *end;
-	uint64_t ut = strtoull(p, &end, 10), st = strtoull(end, NULL, 10);
-	*cpu_ticks = ut + st;
-	return true;
+	handler_retry_deferred(ctx);
+	if (ctx->npending)
+		handler_check_pending(ctx);
 }
 
-/* Called once a second (stats thread): faults waiting while no handler has handled a message means
- * a handler may be stuck. Wall time alone is no measure on a busy machine (a handler, or the
- * thread holding rt.lock that it waits for, may wait seconds for a CPU), so a second counts as a
- * stall only if none of them was runnable: all were asleep, on a lock or in a fault, which is
- * what a deadlock looks like. A handler that spins without progress (always runnable) is caught
- * by the CPU it used instead. HANDLER_STALL_SECONDS of either: stop with a message rather than
- * hang forever. */
-#define HANDLER_STALL_SECONDS 10
-void handler_watchdog(void)
+bool handler_ctx_waiting(const struct handler_ctx *ctx)
 {
-	struct pollfd p[2] = { { .fd = rt.uffd, .events = POLLIN }, { .fd = rt.loader_uffd, .events = POLLIN } };
-	uint64_t now = atomic_load(&hd.progress);
-	if (now != hd.watched_progress || poll(p, rt.loader_uffd >= 0 ? 2 : 1, 0) < 1) {
-		hd.watched_progress = now;
-		hd.stalled_seconds = 0;
-		hd.stalled_cpu_ticks = 0;
-		hd.stalling = false;
-		return;
-	}
-	bool someone_runnable = false;
-	for (unsigned i = 0; i < hd.n; i++) {
-		bool r = false;
-		uint64_t cpu = 0;
-		if (!task_sched_state(atomic_load(&hd.tids[i]), &r, &cpu))
-			continue;
-		someone_runnable |= r;
-		if (hd.stalling) /* the first second without progress only takes the baseline */
-			hd.stalled_cpu_ticks += cpu - hd.last_cpu[i];
-		hd.last_cpu[i] = cpu;
-	}
-	/* A handler asleep on rt.lock waits for its holder, which may itself be waiting for a CPU. */
-	int owner = rt.lock.__data.__owner;
-	bool r = false;
-	uint64_t cpu;
-	if (owner > 0 && task_sched_state(owner, &r, &cpu))
-		someone_runnable |= r;
-	if (hd.stalling && !someone_runnable)
-		hd.stalled_seconds++;
-	hd.stalling = true;
-	long hz = sysconf(_SC_CLK_TCK);
-	bool spinning = hz > 0 && hd.stalled_cpu_ticks >= (uint64_t)(HANDLER_STALL_SECONDS * hz);
-	if (hd.stalled_seconds >= HANDLER_STALL_SECONDS || spinning)
-		rt_die("handler", "no fault has been served for 10 s while the program waits for one",
-		       "this is a bug of fltrace: report it with the command that was traced");
+	return ctx->npending || ctx->ndeferred || ctx->nnotes;
+}
+
+int handler_peer_cpu(void)
+{
+	return tls_peer_cpu;
 }

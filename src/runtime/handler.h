@@ -5,7 +5,9 @@
 
 #include "rt.h"
 
-int handler_start(void);
+int handler_start(void);    /* pollers.c: the handler threads of this process */
+uint64_t handler_cpu_ns(void); /* their CPU time (user + system, polling included) */
+void handler_before_exit(void); /* pollers at SCHED_OTHER, to end at once with the process */
 void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
 void handler_open_procfile(int tid); /* before the program may drop root: see handler.c */

@@ -77,7 +77,9 @@ static void maps_append_new_lines(const char *text, size_t len)
 static void maps_record(const char *text, size_t len)
 {
 	uint32_t size = ft_rec_size((uint32_t)(sizeof(struct ft_maps) + len));
+	struct own_code c = threads_own_code_begin(); /* see allocs_write */
 	struct ft_maps *m = trace_reserve(size);
+	threads_own_code_end(c);
 	if (!m)
 		return;
 	m->time_ns = rt_now_ns();

@@ -60,12 +60,16 @@ uint32_t prefault_caller_stack(void)
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
 	struct own_code c = threads_own_code_begin();
 	int n = unw_backtrace(buf, (int)rt.cfg.stack_depth + 8);
-	threads_own_code_end(c);
 	unsigned d = 0;
 	for (int i = 0; i < n && d < rt.cfg.stack_depth; i++)
 		if (d || !prefault_is_own_frame((uint64_t)buf[i]))
 			ips[d++] = (uint64_t)buf[i];
-	return d ? trace_stack_id(ips, d) : FT_NO_STACK;
+	/* Still busy while the stack is interned: a signal of the program's whose handler faults
+	 * while this thread holds the trace's stack lock would otherwise bring the stack signal,
+	 * whose handler takes that lock again (sigalarm --files=all at -L 1 hung so). */
+	uint32_t id = d ? trace_stack_id(ips, d) : FT_NO_STACK;
+	threads_own_code_end(c);
+	return id;
 }
 
 /* Touches (reads) the missing pages of [buf, buf+len) in batches, at most half of local memory:

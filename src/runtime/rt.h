@@ -52,6 +52,7 @@ struct rt_config {
 	const char *far_run;     /* memcached: the run's id (16 hex digits, in the environment), or NULL */
 	const char *far_auth;    /* --far-auth (memcached): "user:password" file, or NULL */
 	unsigned stack_depth;
+	bool percpu;         /* --poll percpu: a SCHED_IDLE poller per CPU, faults routed (pollers.c) */
 	bool spin;           /* handler threads busy-poll instead of blocking */
 	uint64_t spin_ns;    /* adaptive: poll this long after the last fault before blocking */
 	bool files_all;      /* --files=all: the loader's code and read-only data are traced too */
@@ -109,6 +110,9 @@ struct rt_stats {
 	/* memcached: pipelined requests that carried evicted pages (one per server per run), re-fetches
 	 * a replica served (the first server failed or lacked the page), servers given up */
 	_Atomic uint64_t far_put_rounds, far_replica_gets, far_servers_lost;
+	/* --poll percpu (pollers.c): faults routed to another CPU's poller, routed faults another
+	 * poller took after they waited, faults the backstop served, pollers it gave normal priority */
+	_Atomic uint64_t faults_routed, faults_stolen, faults_backstop, pollers_boosted;
 	struct rt_time_stats time;
 };
 /* ---- the runtime root (runtime.c) ---- */

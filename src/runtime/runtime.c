@@ -30,15 +30,17 @@ __thread int rt_tls_internal;
 
 static bool early_done;
 
-/* With --files=all the program's code is tracked memory: a signal handler of the program that ran
- * while its thread holds rt.lock could fault on its own code, which no handler could serve without
- * that lock. So a program thread holding it takes no signals (delivered at rt_unlock). */
+/* A signal handler of the program's that ran while its thread holds rt.lock could fault on tracked
+ * memory (the heap it counts into; with --files=all its own code), which no handler can serve
+ * without that lock: the thread waits in its fault for a handler that waits for its lock (sigalarm
+ * at -L 1 hung so in 3 runs of 4 under load). So a program thread holding it takes no signals
+ * (delivered at rt_unlock): two rt_sigprocmask calls per lock, in mmap-family wrappers only. */
 static __thread uint64_t tls_lock_saved_mask;
 static __thread bool tls_lock_masked;
 
 static void rt_lock_mask_signals(void)
 {
-	if (!rt.cfg.files_all || handler_is_current_thread())
+	if (handler_is_current_thread() || tls_lock_masked)
 		return;
 	uint64_t all = ~0ull;
 	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &tls_lock_saved_mask, 8);
@@ -221,10 +223,11 @@ static void config_parse(struct rt_config *c)
 	c->far_run = rc.far_run;
 	c->far_auth = rc.far_auth;
 	c->stack_depth = rc.stack_depth;
-	/* adaptive (default): faults come in bursts, and waking an idle vCPU costs 50-100 us here
-	 * (make bench's floor rows), so a handler polls 100 us after a fault before it blocks;
-	 * on fillscan this makes a fault 3.7x cheaper on an otherwise idle 2-vCPU machine. */
+	/* percpu (default): a poller per CPU, see pollers.c; adaptive: faults come in bursts, and
+	 * waking an idle vCPU costs 50-100 us here, so a handler polls 100 us after a fault before it
+	 * blocks. */
 	c->spin = rc.poll == RTCONFIG_POLL_SPIN;
+	c->percpu = rc.poll == RTCONFIG_POLL_PERCPU;
 	c->spin_ns = rc.spin_ns;
 	c->files_all = rc.files_all;
 	c->allocs = rc.allocs;
@@ -377,6 +380,7 @@ void rt_exit_flush(void)
 	if (!handler_is_current_thread())
 		maps_snapshot();
 	rt_tls_internal++;
+	handler_before_exit();
 	stats_stop();
 	trace_close();
 	rt_tls_internal--;

@@ -29,6 +29,88 @@ int serve_init(void)
 	return sv.zero_page && sv.file_page ? 0 : -ENOMEM;
 }
 
+/* ---- wakes after rt.lock ----
+ * A handler thread never wakes a program thread while it holds rt.lock: the woken thread would
+ * preempt it on their CPU (a per-CPU poller runs at SCHED_IDLE, pollers.c) and keep the lock from
+ * every other thread until that CPU idles. What serving wakes (the page's range, the stack signal,
+ * the signalled thread's wait for its page) is queued in order and done by serve_wakes_flush once
+ * the lock is released. One ordering must survive: a thread sent the stack signal after its page
+ * went in must take the signal before anything wakes it from its fault, or it runs on past its
+ * faulting instruction. So while that signal is owed (queued, not yet sent), the page is named in
+ * the handler's `owed`; another handler about to wake the same page leaves that wake to it. */
+enum wake_kind { WAKE_RANGE, WAKE_SIGNAL, WAKE_SERVED };
+struct wake {
+	enum wake_kind kind;
+	bool ok;           /* WAKE_SERVED: the page went in */
+	int fd, tid;
+	uintptr_t addr;
+	struct rt_thread *t;
+};
+#define WAKES_MAX 8
+#define OWED_WAKE 1ull /* in `owed`: another handler's wake of the page was left to this one */
+struct wakes {
+	_Atomic uint64_t owed; /* page | OWED_WAKE, 0 if no signal is owed */
+	unsigned n;
+	struct wake w[WAKES_MAX];
+};
+#define WAKERS_MAX 256
+static struct wakes *_Atomic wakers[WAKERS_MAX];
+static _Atomic unsigned nwakers;
+/* A pointer, not the list: static TLS is paid by every thread of the program. */
+static __thread struct wakes *tls_wakes;
+
+int serve_thread_init(void)
+{
+	if (tls_wakes)
+		return 0;
+	unsigned i = atomic_fetch_add(&nwakers, 1);
+	struct wakes *w = i < WAKERS_MAX ? rt_map(sizeof(*w)) : NULL;
+	if (!w)
+		return -ENOMEM;
+	atomic_store(&wakers[i], w);
+	tls_wakes = w;
+	return 0;
+}
+
+static void wake_queue(struct wake w)
+{
+	struct wakes *l = tls_wakes;
+	RT_BUG_ON(!l || l->n >= WAKES_MAX);
+	l->w[l->n++] = w;
+}
+
+/* Whether another handler owes the stack signal to a thread asleep on this page: the wake is then
+ * left to it, done right after its signal. */
+static bool wake_left_to_owner(uintptr_t addr)
+{
+	unsigned n = atomic_load(&nwakers);
+	for (unsigned i = 0; i < n && i < WAKERS_MAX; i++) {
+		struct wakes *o = atomic_load(&wakers[i]);
+		if (!o || o == tls_wakes)
+			continue;
+		uint64_t m = atomic_load(&o->owed);
+		while ((m & ~OWED_WAKE) == addr)
+			if (atomic_compare_exchange_weak(&o->owed, &m, m | OWED_WAKE))
+				return true;
+	}
+	return false;
+}
+
+void serve_wake_page(int fd, uintptr_t addr)
+{
+	if (!wake_left_to_owner(addr))
+		uffd_wake(fd, addr, rt.page_size);
+}
+
+/* Wakes whatever sleeps on the page: at once outside a handler thread, else after rt.lock. */
+static void wake_range(int fd, uintptr_t addr)
+{
+	if (tls_wakes)
+		wake_queue((struct wake){ .kind = WAKE_RANGE, .fd = fd, .addr = addr });
+	else
+		uffd_wake(fd, addr, rt.page_size);
+}
+
 static __attribute__((noreturn)) void handler_die_maxmem(void)
 {
 	char why[160], todo[160];
@@ -119,25 +201,24 @@ bool fault_serve_soft(uintptr_t addr, int fd)
 	/* Counted before the copy wakes the thread, which may then exit before the count (the
 	 * last stats line would miss it); taken back if the page did not go in. */
 	atomic_fetch_add(&rt.stats.faults_soft, 1);
-	int err = uffd_copy(fd, addr, farmem_addr(slot), rt.page_size, !wake_last);
+	int err = uffd_copy(fd, addr, farmem_addr(slot), rt.page_size, !wake_last && !tls_wakes);
 	if (err < 0 && err != -EEXIST) {
 		atomic_fetch_sub(&rt.stats.faults_soft, 1);
 		/* Not in place (EAGAIN: an mremap's event is pending on the fd): the page stays on
 		 * probation with its far copy, and the thread, woken, faults again. */
 		pagestate_note_failure(addr, pg, PS_SOFT, err);
-		uffd_wake(fd, addr, rt.page_size);
+		wake_range(fd, addr);
 		handler_check_stuck(addr, pg, STUCK_FAILING);
 		return true;
 	}
 	/* UFFDIO_COPY wakes the range only when it copied: a page found in place (EEXIST) leaves
 	 * the thread asleep unless woken here. */
-	if (err == -EEXIST && !wake_last)
-		uffd_wake(fd, addr, rt.page_size);
+	bool woken = err == 0 && !wake_last && !tls_wakes;
 	farmem_free(slot);
 	pagestate_set(addr, pg, PAGE_PRESENT, 0, PS_SOFT);
 	evict_note_touched(addr, pg);
-	if (wake_last)
-		uffd_wake(fd, addr, rt.page_size);
+	if (!woken)
+		wake_range(fd, addr);
 	handler_served();
 	return true;
 }
@@ -182,27 +263,65 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
 	return err;
 }
 
-/* Queues the stack signal to a thread asleep in its fault. Sent before its page is in place,
- * whatever else wakes the thread meanwhile (a signal of the program's own), it cannot run past the
- * faulting instruction without taking the signal first; sent after, the thread wakes once, when
- * its page is there (cheaper: measured 1.2-1.7x faster on a busy machine). */
-static bool signal_post(struct rt_thread *t, int tid, int served)
+/* Marks the request of a thread asleep in its fault as waiting for its stack signal. */
+static void signal_arm(struct rt_thread *t, int served)
 {
-	uint64_t t0 = t->posted_mono_ns = rt_mono_ns();
+	t->posted_mono_ns = rt_mono_ns();
 	t->woken = false;
 	atomic_store(&t->served, served);
 	atomic_store(&t->state, REQ_PENDING);
+}
+
+static bool signal_send(int tid)
+{
+	uint64_t t0 = rt_mono_ns();
 	bool sent = syscall(SYS_tgkill, rt.pid, tid, rt.sig) == 0;
 	rt_time_add(&rt.stats.time.signal, t0);
-	if (sent)
+	return sent;
+}
+
+/* Sends the stack signal before the thread's page is served (signal_early_post: before rt.lock).
+ * Whatever else wakes the thread meanwhile (a signal of the program's own), it cannot run past the
+ * faulting instruction without taking the signal first. */
+bool signal_early_post(struct rt_thread *t, int tid)
+{
+	signal_arm(t, 0);
+	if (signal_send(tid))
 		return true;
 	atomic_store(&t->state, REQ_IDLE);
 	return false;
 }
 
+/* The owed signal could not be sent (the thread is gone, or its queue of real-time signals is
+ * full): its fault is recorded without a stack, and it is woken. */
+static void signal_failed(struct rt_thread *t, int tid)
+{
+	int expected = REQ_PENDING;
+	if (!atomic_compare_exchange_strong(&t->state, &expected, REQ_CANCELLED))
+		return;
+	count_fault(t->flags, t->kind);
+	record_without_stack(t, t, tid, NULL, NULL, 0, NOSTACK_GONE);
+	atomic_store(&t->state, REQ_IDLE);
+	serve_wake_page(t->uffd, t->addr);
+}
+
+/* The stack signal of a thread whose page is in place: owed until serve_wakes_flush sends it
+ * (measured 1.2-1.7x cheaper than the early order on a busy machine: the thread wakes once). */
+static void signal_late_post(struct rt_thread *t, int tid, uintptr_t addr)
+{
+	signal_arm(t, 1);
+	if (!tls_wakes) {
+		if (!signal_send(tid))
+			signal_failed(t, tid);
+		return;
+	}
+	atomic_store(&tls_wakes->owed, addr);
+	wake_queue((struct wake){ .kind = WAKE_SIGNAL, .fd = t->uffd, .tid = tid, .addr = addr, .t = t });
+}
+
 /* Tells the signalled thread, waiting in its stack handler, that its page is in place (or could not
  * be placed: then it records nothing and faults again). */
-static void signal_served(struct rt_thread *t, bool ok)
+static void signal_served_now(struct rt_thread *t, bool ok)
 {
 	atomic_store(&t->served, ok ? 1 : 2);
 	if (atomic_load(&t->served_waiter))
@@ -212,47 +331,91 @@ static void signal_served(struct rt_thread *t, bool ok)
 		atomic_compare_exchange_strong(&t->state, &expected, REQ_IDLE);
 }
 
-/* Brings the page in; returns false if there was nothing to serve (already present, or no longer
- * ours). A served thread is left asleep: the caller wakes it once the fault is noted. With *signal,
- * the thread (tid) is sent the stack signal just before its page goes in; *signal says whether it
- * was. */
-bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, bool *signal)
+void signal_early_cancel(struct rt_thread *t)
 {
-	bool want_signal = *signal;
-	*signal = false;
+	signal_served_now(t, false);
+}
+
+static void signal_served(struct rt_thread *t, bool ok)
+{
+	if (tls_wakes)
+		wake_queue((struct wake){ .kind = WAKE_SERVED, .ok = ok, .t = t });
+	else
+		signal_served_now(t, ok);
+}
+
+void serve_wakes_flush(void)
+{
+	struct wakes *l = tls_wakes;
+	if (!l)
+		return;
+	for (unsigned i = 0; i < l->n; i++) {
+		struct wake *w = &l->w[i];
+		switch (w->kind) {
+		case WAKE_RANGE:
+			serve_wake_page(w->fd, w->addr);
+			break;
+		case WAKE_SIGNAL:
+			if (!signal_send(w->tid))
+				signal_failed(w->t, w->tid);
+			if (atomic_exchange(&l->owed, 0) & OWED_WAKE)
+				uffd_wake(w->fd, w->addr, rt.page_size);
+			break;
+		case WAKE_SERVED:
+			signal_served_now(w->t, w->ok);
+			break;
+		}
+	}
+	l->n = 0;
+}
+
+/* Brings the page in; returns false if there was nothing to serve (already present, or no longer
+ * ours). A served thread is left asleep: the caller wakes it once the fault is noted. `signal`: the
+ * thread's stack signal, NONE, EARLY (sent before: it waits in its handler for signal_served) or
+ * LATE (sent once the page is in place; false back in *late if it was not). */
+bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, enum serve_signal signal, bool *late)
+{
+	*late = false;
 	int fd = t->uffd;
-	if (fault_serve_soft(addr, fd))
+	/* Nothing to serve: a thread already signalled records nothing and faults again (or not). */
+	if (fault_serve_soft(addr, fd)) {
+		if (signal == SERVE_SIGNAL_EARLY)
+			signal_served(t, false);
 		return false;
+	}
 	uint32_t *pg = region_page(addr);
 	if (!pg || pg_state(*pg) == PAGE_PRESENT) {
+		if (signal == SERVE_SIGNAL_EARLY)
+			signal_served(t, false);
 		atomic_fetch_add(&rt.stats.faults_dup, 1);
-		uffd_wake(fd, addr, rt.page_size);
+		wake_range(fd, addr);
 		handler_check_stuck(addr, pg, pg ? STUCK_IN_PLACE : STUCK_UNTRACKED);
 		return false;
 	}
+	/* A long stretch under rt.lock (an eviction round, a read from a far medium): a poller at
+	 * SCHED_IDLE holds its CPU meanwhile (pollers.c), or a program thread waking there would
+	 * keep the lock from everyone until that CPU idled. */
+	if (!evict_has_room(1) || (pg_state(*pg) == PAGE_EVICTED && !far_is_local()))
+		handler_hold_cpu();
 	uint64_t t0 = rt_mono_ns();
 	/* Under a fork's hold nothing is evicted (rt_fork_prepare made room before). */
 	int room = rt_lock_borrowed() ? 0 : evict_make_room(1);
 	rt_time_add(&rt.stats.time.evict, t0);
 	if (room == -ENOSPC)
 		handler_die_maxmem();
-	/* Only a handler of the program's own can wake the thread from its fault and run it back to
-	 * the faulting instruction before the signal is queued (anything else that wakes it waits
-	 * for this lock): without one, the cheaper order is as safe. */
-	bool early = want_signal && atomic_load(&rt.program_catches);
-	*signal = early && signal_post(t, tid, 0);
 	int err = fault_bring_in(fd, addr, pg, false, &t->kind, &t->region);
 	if (t->kind == FT_KIND_ZERO)
 		t->flags |= FT_FLAG_ZERO;
-	if (*signal)
+	if (signal == SERVE_SIGNAL_EARLY)
 		signal_served(t, err >= 0);
-	else if (want_signal && !early && err >= 0)
-		*signal = signal_post(t, tid, 1); /* served already */
 	if (err < 0) {
-		*signal = false;
-		uffd_wake(fd, addr, rt.page_size);
+		wake_range(fd, addr);
 		handler_check_stuck(addr, pg, STUCK_FAILING);
 		return false;
+	}
+	if (signal == SERVE_SIGNAL_LATE) {
+		signal_late_post(t, tid, addr);
+		*late = true;
 	}
 	handler_served();
 	return true;

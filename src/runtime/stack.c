@@ -190,7 +190,15 @@ void handler_signal_init(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = handler_on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
+	/* The program's signals wait the few µs the handler takes: one taken meanwhile ran its handler
+	 * on top of ours, and its faults there (a timer's handler counting into the heap) were taken
+	 * for fltrace's own, without their stacks. Faults of the CPU itself stay deliverable. */
+	sigfillset(&sa.sa_mask);
+	sigdelset(&sa.sa_mask, SIGSEGV);
+	sigdelset(&sa.sa_mask, SIGBUS);
+	sigdelset(&sa.sa_mask, SIGILL);
+	sigdelset(&sa.sa_mask, SIGFPE);
+	sigdelset(&sa.sa_mask, SIGTRAP);
 	syscall(SYS_rt_sigaction, rt.sig, NULL, NULL, 8); /* probe: the signal exists */
 	rt_real_sigaction(rt.sig, &sa, NULL);
 }

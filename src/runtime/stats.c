@@ -98,6 +98,7 @@ static void stats_time_kv(struct fmt *f, struct rt_time_stats *t)
 	kv(f, "t_unwind_ns", atomic_load(&t->unwind));
 	kv(f, "t_record_ns", atomic_load(&t->record));
 	kv(f, "t_idle_ns", atomic_load(&t->idle));
+	kv(f, "t_cpu_ns", handler_cpu_ns()); /* the handler threads' CPU time, polling included */
 	kv(f, "handler_sleeps", atomic_load(&t->wakeups));
 	kv(f, "t_sigstack_ns", atomic_load(&t->sigstack));
 	kv(f, "t_sigwait_ns", atomic_load(&t->sigwait));
@@ -188,6 +189,10 @@ void stats_write_line(void)
 	kv(&f, "far_put_rounds", atomic_load(&s->far_put_rounds));
 	kv(&f, "far_replica_gets", atomic_load(&s->far_replica_gets));
 	kv(&f, "far_servers_lost", atomic_load(&s->far_servers_lost));
+	kv(&f, "faults_routed", atomic_load(&s->faults_routed));
+	kv(&f, "faults_stolen", atomic_load(&s->faults_stolen));
+	kv(&f, "faults_backstop", atomic_load(&s->faults_backstop));
+	kv(&f, "pollers_boosted", atomic_load(&s->pollers_boosted));
 	kv(&f, "far_latency_ns", rt.cfg.far_latency_ns);
 	uint64_t far_ns, far_slots;
 	far_keys(&far_ns, &far_slots);

@@ -27,20 +27,20 @@ export LC_ALL=C # deterministic sort order and number formats, for every workloa
 
 # Sizes: full (≈10 min on 2 vCPUs) and quick.
 if [ "$QUICK" = 1 ]; then
-	FS_MB=64 LC_MB=16 HC_HOT_MB=6 HC_COLD_MB=64 PY_N=100000 SQL_ROWS=100000 SORT_LINES=200000 BFS_SCALE=18 FLOOR_PAGES=1024 FLOOR_REPS=3
+	FS_MB=64 LC_MB=16 HC_HOT_MB=6 HC_COLD_MB=64 PY_N=100000 SQL_ROWS=100000 SORT_LINES=200000 BFS_SCALE=18 FLOOR_PAGES=1024 FLOOR_REPS=3 DESIGN_PAGES=2048
 else
 	# At a quarter of the peak every workload re-fetches most of its memory many times (measured
 	# here: sort of 100 MB, 1.8M faults, 52 s per run; python with 1M keys, 0.94M faults, 42 s;
 	# bfs at scale 20 (1M vertices), 0.44M faults, 34 s): these sizes keep each quarter run to
 	# seconds and the whole bench under 10 minutes. BENCH_BFS_SCALE=20 runs the 1M-vertex graph.
-	FS_MB=256 LC_MB=64 HC_HOT_MB=24 HC_COLD_MB=256 PY_N=100000 SQL_ROWS=400000 SORT_LINES=300000 BFS_SCALE=19 FLOOR_PAGES=4096 FLOOR_REPS=5
+	FS_MB=256 LC_MB=64 HC_HOT_MB=24 HC_COLD_MB=256 PY_N=100000 SQL_ROWS=400000 SORT_LINES=300000 BFS_SCALE=19 FLOOR_PAGES=4096 FLOOR_REPS=5 DESIGN_PAGES=8192
 fi
 BFS_SCALE=${BENCH_BFS_SCALE:-$BFS_SCALE}
 # What can be run: the workloads, then the per-fault floor (uffd_floor.c: the figure the other
 # costs are compared with) and the speed of `fltrace report` (from the largest trace of this run,
 # and a synthetic one).
 ALL_WORKLOADS=(startup fillscan fillscan-8t libcalls bfs bfs-2t hotcold python sqlite sort)
-KNOWN=("${ALL_WORKLOADS[@]}" floor report remote)
+KNOWN=("${ALL_WORKLOADS[@]}" floor designs report remote)
 SELECTED=("${KNOWN[@]}")
 if [ -n "${BENCH_ONLY:-}" ]; then
 	read -r -a SELECTED <<< "$BENCH_ONLY"
@@ -81,7 +81,7 @@ build() {
 	fi
 	mkdir -p "$BENCH_BIN"
 	local p
-	for p in runstat bfs uffd_floor; do
+	for p in runstat bfs uffd_floor serve_designs; do
 		local src=$ROOT/test/bench/$p.c out=$BENCH_BIN/$p libs=()
 		[ "$p" = uffd_floor ] && libs=(-lunwind)
 		if [ ! -x "$out" ] || [ "$src" -nt "$out" ]; then
@@ -157,12 +157,13 @@ stats_get() {
 # The runtime's own time counters (stats t_*_ns, rt.h struct rt_time_stats) of one quarter run:
 # one line to $TMP/breakdown: wl faults evict_ops evict_pages, then each counter.
 BREAKDOWN_KEYS=(t_serve_ns t_procfs_ns t_lockwait_ns t_soft_ns t_evict_ns t_copyin_ns t_signal_ns
-	t_unwind_ns t_record_ns t_sigstack_ns t_sigwait_ns t_sigrecord_ns t_idle_ns handler_sleeps)
-breakdown_add() {
+	t_unwind_ns t_record_ns t_sigstack_ns t_sigwait_ns t_sigrecord_ns t_idle_ns handler_sleeps
+	t_cpu_ns faults_backstop faults_routed)
+breakdown_add() { # WL DIR CPU_S (the run's user + system time, fltrace's threads included)
 	local wl=$1 dir=$2 line k
 	line="$wl $(stats_get "$dir" faults sum) $(stats_get "$dir" evict_ops sum) $(stats_get "$dir" evict_pages_done sum)"
 	for k in "${BREAKDOWN_KEYS[@]}"; do line="$line $(stats_get "$dir" "$k" sum)"; done
-	echo "$line" >> "$TMP/breakdown"
+	echo "$line $3" >> "$TMP/breakdown"
 }
 
 # print_breakdown: per quarter workload, medians over its runs: µs per fault of each part of the
@@ -171,8 +172,9 @@ print_breakdown() {
 	[ -s "$TMP/breakdown" ] || return 0
 	echo
 	echo "where a fault's time goes at a quarter of the peak (runtime counters, µs per recorded fault, medians):"
-	printf '%-10s %8s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %6s %6s %6s | %7s %7s %6s %6s
-' workload faults 		serve procfs lockw soft evict copyin signal unwind record sigstk sigwt sigrec "ev/page" "ev/round" idle "sleeps"
+	printf '%-10s %8s %6s %6s %6s %6s %6s %6s %6s %6s %6s | %6s %6s %6s | %7s %7s %6s %6s | %6s %6s %5s %5s\n' workload faults \
+		serve procfs lockw soft evict copyin signal unwind record sigstk sigwt sigrec "ev/page" "ev/round" idle "sleeps" \
+		"flcpu" "prgcpu" "bs%" "rt%"
 	local wl
 	for wl in $(awk '{ print $1 }' "$TMP/breakdown" | awk '!seen[$0]++'); do
 		awk -v w="$wl" '$1 == w' "$TMP/breakdown" | awk '
@@ -183,10 +185,16 @@ print_breakdown() {
 		  # per fault (µs): serve..idle are columns 5..17; ev/page and ev/round from t_evict_ns
 		  for (i = 5; i <= 17; i++) v[NR, "pf" i] = f > 0 ? $i / f / 1000 : 0
 		  v[NR, "evp"] = $4 > 0 ? $9 / $4 / 1000 : 0; v[NR, "evr"] = $3 > 0 ? $9 / $3 / 1000 : 0
-		  v[NR, "slp"] = f > 0 ? $18 / f : 0 }
+		  v[NR, "slp"] = f > 0 ? $18 / f : 0
+		  # fltrace CPU (t_cpu_ns: its handler threads, polling included) and the rest of the
+		  # CPU of the run (the program, with its stack-signal handlers), per fault; shares of
+		  # faults the backstop served and faults routed to the poller of another CPU
+		  v[NR, "fc"] = f > 0 ? $19 / f / 1000 : 0; v[NR, "pc"] = f > 0 ? ($22 * 1e9 - $19) / f / 1000 : 0
+		  v[NR, "bs"] = f > 0 ? 100 * $20 / f : 0; v[NR, "rt"] = f > 0 ? 100 * $21 / f : 0 }
 		END { printf "%-10s %8d", $1, med(2)
 		  for (i = 5; i <= 16; i++) { if (i == 14) printf " |"; printf " %6.2f", med("pf" i) }
-		  printf " | %7.2f %7.1f %6.2f %6.3f\n", med("evp"), med("evr"), med("pf17"), med("slp") }'
+		  printf " | %7.2f %7.1f %6.2f %6.3f", med("evp"), med("evr"), med("pf17"), med("slp")
+		  printf " | %6.2f %6.2f %5.1f %5.1f\n", med("fc"), med("pc"), med("bs"), med("rt") }'
 	done
 	cat <<- 'EOF'
 	  serve: a handler thread from a fault's message to its thread's wake-up, of which procfs (what the
@@ -197,7 +205,29 @@ print_breakdown() {
 	  faulting thread, in the stack signal's handler: its own unwind, waiting for the page, its record.
 	  ev/page, ev/round: µs per page evicted and per eviction round. idle: handler time in poll per
 	  fault; sleeps: polls that slept, per fault. Wall-clock times: on a loaded machine a preempted
-	  thread's wait counts in the part it was in.
+	  thread's wait counts in the part it was in. flcpu: CPU time of fltrace's handler threads per
+	  fault (user + system, polling included: with --poll percpu, time no program thread wanted);
+	  prgcpu: the rest of the run's CPU time per fault (the program, its faults in the kernel and
+	  its stack-signal handlers). bs%: faults the backstop served (every CPU was busy); rt%: faults
+	  routed to the poller of another CPU.
+	EOF
+}
+
+# print_designs: serve_designs' table, µs per page all in and over the native row of its case.
+print_designs() {
+	[ -s "$TMP/designs" ] || return 0
+	echo
+	echo "serving designs side by side (serve_designs.c: one byte and a little compute per fresh page, served by UFFDIO_COPY; µs per page, median and min-max; +nat: over native):"
+	awk -F, '$2 == "native" { nat[$3] = $4 } { rows[NR] = $0 }
+	END { printf "%-13s %-9s %8s %17s %8s\n", "design", "case", "us/page", "min-max", "+nat"
+	  for (i = 1; i <= NR; i++) { split(rows[i], f, ",")
+	    printf "%-13s %-9s %8.2f %8.2f-%-8.2f %8.2f\n", f[2], f[3], f[4], f[5], f[6], f[4] - nat[f[3]] } }' "$TMP/designs"
+	cat <<- 'EOF'
+	  block, adaptive: one normal handler thread (asleep / polling 100 us first); idle-any, idle-routed:
+	  a SCHED_IDLE poller per CPU, serving what it reads / handing each fault to its thread's CPU;
+	  idle-tick: idle-routed with a normal backstop looking every 1 ms (--poll percpu's design);
+	  idle-woken: with a backstop woken by every fault instead; watch-server: a SCHED_IDLE watcher
+	  waking a normal server on its CPU. busy1 / busyall: a busy loop on the last CPU / every CPU.
 	EOF
 }
 
@@ -281,7 +311,7 @@ run_one() {
 		refetch=$(stats_get "$dir" faults_refetch sum) tbytes=$(stats_get "$dir" trace_bytes sum)
 		nostack=$(stats_get "$dir" faults_nostack sum) hwm=$(stats_get "$dir" vm_hwm max)
 		PEAK=$(stats_get "$dir" resident_peak_bytes max)
-		[ "$mode" = quarter ] && [ "$run" -gt 0 ] && [ "$status" = ok ] && breakdown_add "$wl" "$dir" ;;
+		[ "$mode" = quarter ] && [ "$run" -gt 0 ] && [ "$status" = ok ] && breakdown_add "$wl" "$dir" "${cpu:-0}" ;;
 	perf)
 		faults=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$dir/stderr" | tail -n 1)
 		tbytes=$(stat -c %s "$dir/perf.data" 2> /dev/null || echo 0)
@@ -406,7 +436,7 @@ START=$(date +%s)
 build
 [ ${#WORKLOADS[@]} -gt 0 ] && make_inputs
 declare -A QUARTER_MB OUTSUM LEAF
-: > "$TMP/runs" "$TMP/floor" "$TMP/breakdown"
+for f in runs floor designs breakdown; do : > "$TMP/$f"; done
 say "bench: $RUNS runs per mode, quick=$QUICK, running: ${SELECTED[*]}; $(nproc) CPUs, Linux $(uname -r)"
 
 for wl in "${WORKLOADS[@]}"; do
@@ -436,6 +466,10 @@ done
 if selected floor; then
 	say "bench: per-fault floor (uffd_floor $FLOOR_PAGES pages x $FLOOR_REPS)"
 	"$BENCH_BIN/uffd_floor" "$FLOOR_PAGES" "$FLOOR_REPS" > "$TMP/floor" || PROBLEMS+=("uffd_floor failed")
+fi
+if selected designs; then
+	say "bench: serving designs side by side (serve_designs $DESIGN_PAGES pages x $FLOOR_REPS)"
+	"$BENCH_BIN/serve_designs" "$DESIGN_PAGES" "$FLOOR_REPS" > "$TMP/designs" || PROBLEMS+=("serve_designs failed")
 fi
 
 : > "$TMP/remote"
@@ -472,6 +506,9 @@ for wl in "${WORKLOADS[@]}"; do summarize "$wl"; done
 while IFS=, read -r _ name m lo_ hi_; do
 	ROWS+=("floor,$name,,$FLOOR_REPS,,,,,,,,$m,,,,,,,,\"µs per fault, min-max $lo_-$hi_\"")
 done < "$TMP/floor"
+while IFS=, read -r _ name kase m lo_ hi_; do
+	ROWS+=("designs,$name $kase,,$FLOOR_REPS,,,,,,,,$m,,,,,,,,\"µs per page all in, min-max $lo_-$hi_\"")
+done < "$TMP/designs"
 for line in "${REPORT_LINES[@]}"; do
 	# "report-NAME: N faults in T s = F faults/s"
 	name=${line%%:*} n=$(sed -n 's/.*: \([0-9]*\) faults in \([0-9.]*\) s = \([0-9]*\) faults\/s.*/\1 \2 \3/p' <<< "$line")
@@ -499,6 +536,7 @@ $(( $(date +%s) - START )) s in all"
 print_table
 print_policy_pairs
 print_breakdown
+print_designs
 echo
 # the gap between fltrace and the floors, from the fill-and-scan rows
 fs_a=$(printf '%s\n' "${ROWS[@]}" | awk -F, '$1 == "fillscan" && $2 == "ample" { print $12 }')

@@ -69,7 +69,7 @@ got=$(grep -E '^(FLTRACE_(LOCALMEM|MAXMEM|OUTDIR|HANDLERS|CORES|SAMPLERATE|POLIC
 expect_eq environment_contract "environment" "$(sort <<<"$want")" "$got"
 got=$(cd "$OUT" && FLTRACE_CORES=3 "$FLTRACE" record -L 16 -M 64 -- env 2>/dev/null |
 	grep -E '^(FLTRACE_(CORES|HANDLERS|SAMPLERATE|POLICY|STACK_DEPTH|POLL|OUTDIR|STATUS_FD)|LD_PRELOAD)=' | sort | tr '\n' ' ')
-expect_eq environment_defaults "environment" "FLTRACE_HANDLERS=1 FLTRACE_OUTDIR=$(readlink -f "$OUT") FLTRACE_POLICY=2q FLTRACE_POLL=adaptive FLTRACE_SAMPLERATE=0 FLTRACE_STACK_DEPTH=64 LD_PRELOAD=$lib " "$got"
+expect_eq environment_defaults "environment" "FLTRACE_HANDLERS=1 FLTRACE_OUTDIR=$(readlink -f "$OUT") FLTRACE_POLICY=2q FLTRACE_POLL=percpu FLTRACE_SAMPLERATE=0 FLTRACE_STACK_DEPTH=64 LD_PRELOAD=$lib " "$got"
 
 # Busy-polling handlers on every CPU the program may use: said, not refused (one CPU via taskset).
 note=$(taskset -c 0 "${REC[@]}" --poll spin -- true 2>&1 >/dev/null | grep -c 'note: --poll spin with 1 handler thread on 1 CPU leaves the program no CPU')

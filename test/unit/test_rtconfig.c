@@ -62,7 +62,7 @@ int main(void)
 	check(rc == 0 && c.localmem == 1048576 && c.maxmem == 4194304 && strcmp(c.outdir, "/tmp/out") == 0 &&
 	      c.handlers == 1 && !c.pinned && c.samplerate == 0 &&
 	      c.policy == fltrace_policy_find(FLTRACE_POLICY_DEFAULT) && c.stack_depth == FLTRACE_DEFAULT_STACK_DEPTH &&
-	      c.poll == RTCONFIG_POLL_ADAPTIVE && c.spin_ns == 100000 && !c.files_all && c.allocs &&
+	      c.poll == RTCONFIG_POLL_PERCPU && c.spin_ns == 100000 && !c.files_all && c.allocs &&
 	      c.alloc_sample == FLTRACE_DEFAULT_ALLOC_SAMPLE && c.far == FLTRACE_BACKEND_mem && !c.far_arg &&
 	      c.far_latency_ns == 0, "defaults", d);
 

@@ -1,0 +1,702 @@
+/* The handler threads: how many, where they run and how they wait for faults (--poll), the
+ * per-CPU pollers and their routing, the backstop that serves when no poller can, and the watchdog.
+ *
+ * --poll percpu (the default): a poller per CPU the process may use, pinned there at SCHED_IDLE.
+ * SCHED_IDLE runs a thread only when nothing else wants that CPU, which is exactly when a program
+ * thread there has just gone to sleep in a fault: the poller is on the CPU already, without a
+ * wake-up, and the thread it serves wakes on that CPU again. Between vCPUs a wake-up costs tens of
+ * µs here, on one a few (kernel-facts). Pollers read the userfaultfd without blocking; a fault read
+ * by a poller of another CPU is routed to the poller of the CPU its thread last took a stack signal
+ * on (rt_thread.cpu), through a small table of slots per poller, and any poller takes a routed
+ * fault that waited longer than STEAL_NS (that CPU is busy with another thread). Pollers sleep in
+ * poll() once no fault came for FLTRACE_SPIN_US (100 µs): a fault then wakes them all, and the
+ * poller of the faulting CPU, woken on that CPU, is as quick as one that polled. A SCHED_IDLE thread starves on a CPU that is always busy:
+ * the backstop (a normal thread, -C of them) checks every BACKSTOP_TICK_NS, serves while faults
+ * wait and no poller takes them, and gives a poller stuck in the middle of a fault (preempted
+ * there, holding a lock or a message) normal priority until it is done. Nothing that wakes the
+ * faulting thread is done under rt.lock (serve.c), so the common preemption, by the thread just
+ * served, never leaves a poller holding the lock.
+ * --poll adaptive|block|spin: -C handler threads, each reading every fault (the earlier design). */
+#include <errno.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fltrace/fmt.h"
+#include "fault.h"
+#include "threads.h"
+#include "handler.h"
+
+#define MSG_BATCH 64
+#define POLLERS_MAX 256
+#define ROUTE_SLOTS 32
+#define STEAL_NS (20 * 1000ull)
+#define BACKSTOP_TICK_NS (1000 * 1000ull)
+#define STALL_BOOST_NS (200 * 1000ull)
+
+/* A fault routed to a poller: stamp 0 free, 1 being written or taken, else when it was routed. */
+struct route_slot {
+	_Atomic uint64_t stamp;
+	struct uffd_msg m;
+	int fd;
+};
+
+struct poller {
+	unsigned cpu;
+	_Atomic int tid;
+	pthread_t thread;
+	struct handler_ctx *ctx;
+	_Atomic uint64_t busy_since; /* serving since (0: looking for work): the backstop's view */
+	_Atomic bool boosted;        /* found stuck and given SCHED_OTHER by the backstop */
+	bool idle_policy;            /* at SCHED_IDLE now (only while it polls: poller_policy) */
+	_Atomic uint64_t beat;       /* its loop's turns: the backstop tells a starved poller by it */
+	uint64_t beat_seen;          /* the backstop's: beat at its last tick */
+	_Atomic bool asleep;         /* in poll() */
+	_Atomic unsigned queued;     /* slots holding a routed fault */
+	uint64_t backoff_until, backoff_ns; /* no new fault until then: see poller_unboost */
+	struct route_slot slots[ROUTE_SLOTS];
+};
+
+static struct {
+	/* --poll adaptive|block|spin: the handlers; percpu: the backstops */
+	pthread_t threads[RT_MAX_HANDLERS];
+	unsigned n;
+	_Atomic int tids[RT_MAX_HANDLERS];
+	struct poller *pollers; /* percpu: npollers of them, rt_map'd */
+	unsigned npollers;
+	struct poller *of_cpu[CPULIST_MAX];
+	_Atomic uint64_t polled;   /* faults pollers took in hand: the backstop's sign of their life */
+	_Atomic uint64_t last_msg; /* when a poller last read a message (rt_mono_ns) */
+	_Atomic uint64_t progress; /* messages handled by anyone: the watchdog's sign of life */
+	_Atomic unsigned started;  /* threads that got past glibc's thread start-up */
+	uint64_t watched_progress;
+	unsigned stalled_seconds;  /* seconds without progress in which nothing could make any */
+	uint64_t stalled_cpu_ticks; /* CPU the handlers used since the last progress */
+	uint64_t last_cpu[RT_MAX_HANDLERS + POLLERS_MAX];
+	bool stalling;
+} hd;
+
+/* ---- threads: pinning, policy, start ---- */
+
+static int pollers_set_policy(int tid, int policy)
+{
+	struct sched_param p = { 0 };
+	return syscall(SYS_sched_setscheduler, tid, policy, &p) == 0 ? 0 : -errno;
+}
+
+/* A poller runs at SCHED_IDLE only while it polls for faults: then it takes no CPU a program thread
+ * wants. Asleep, backing off or boosted it is SCHED_OTHER: a SCHED_IDLE thread left runnable on a
+ * busy CPU may wait seconds for it, and a process cannot exit or exec until each of its threads has
+ * run to its end (measured: 7-8 s to exit for a process with two SCHED_IDLE threads polling while
+ * both CPUs ran busy loops, 0.2-0.3 s with them asleep or at SCHED_OTHER). */
+static void poller_policy(struct poller *p, bool idle)
+{
+	if (p->idle_policy != idle && pollers_set_policy(0, idle ? SCHED_IDLE : SCHED_OTHER) == 0)
+		p->idle_policy = idle;
+}
+
+/* The poller this thread is, NULL on any other thread. */
+static __thread struct poller *tls_poller;
+
+void handler_hold_cpu(void)
+{
+	struct poller *p = tls_poller;
+	if (p && p->idle_policy)
+		poller_policy(p, false);
+}
+
+static void pollers_pin(unsigned cpu)
+{
+	/* A cpulist is the kernel's affinity mask: no CPU_ALLOC, whose malloc would be the heap. */
+	struct cpulist one = { 0 };
+	one.bits[cpu / 64] = 1ull << (cpu % 64);
+	syscall(SYS_sched_setaffinity, 0, sizeof(one.bits), one.bits);
+}
+
+
+/* The message batches every handler thread reads: the program's memory, and with --files=all the
+ * loader's mappings taken over (whose REMAP events are only read: reading one lets the mremap
+ * that raised it return). Returns messages read (each handled by `take`), -1 on a dead fd. */
+static struct pollfd pollers_fds[2];
+static nfds_t pollers_nfds;
+
+static void pollers_fds_init(void)
+{
+	pollers_fds[0] = (struct pollfd){ .fd = rt.uffd, .events = POLLIN };
+	pollers_fds[1] = (struct pollfd){ .fd = rt.loader_uffd, .events = POLLIN };
+	pollers_nfds = rt.loader_uffd >= 0 ? 2 : 1;
+}
+
+static ssize_t pollers_read(void (*take)(void *self, const struct uffd_msg *m, int fd), void *self)
+{
+	struct uffd_msg msgs[MSG_BATCH];
+	ssize_t n = 0;
+	bool failed = false;
+	for (nfds_t k = 0; k < pollers_nfds; k++) {
+		ssize_t got = rt_read(pollers_fds[k].fd, msgs, sizeof(msgs));
+		if (got < 0 && errno != EAGAIN && errno != EINTR)
+			failed = true;
+		if (got <= 0)
+			continue;
+		got /= (ssize_t)sizeof(msgs[0]);
+		n += got;
+		for (ssize_t i = 0; i < got; i++) {
+			take(self, &msgs[i], pollers_fds[k].fd);
+			/* Each message, not each batch: a batch of 64 slow faults on a busy machine is
+			 * progress the watchdog must see. */
+			atomic_fetch_add_explicit(&hd.progress, 1, memory_order_relaxed);
+		}
+	}
+	return n == 0 && failed ? -1 : n;
+}
+
+static bool pollers_block(int timeout_ms)
+{
+	uint64_t t0 = rt_mono_ns();
+	atomic_fetch_add_explicit(&rt.stats.time.wakeups, 1, memory_order_relaxed);
+	int polled = poll(pollers_fds, pollers_nfds, timeout_ms);
+	rt_time_add(&rt.stats.time.idle, t0);
+	return polled >= 0 || errno == EINTR;
+}
+
+/* ---- routing ---- */
+
+static bool route_put(struct poller *to, const struct uffd_msg *m, int fd)
+{
+	for (unsigned i = 0; i < ROUTE_SLOTS; i++) {
+		struct route_slot *s = &to->slots[i];
+		uint64_t free_ = 0;
+		if (!atomic_compare_exchange_strong(&s->stamp, &free_, 1))
+			continue;
+		s->m = *m;
+		s->fd = fd;
+		atomic_fetch_add(&to->queued, 1);
+		atomic_store_explicit(&s->stamp, rt_mono_ns(), memory_order_release);
+		return true;
+	}
+	return false; /* full: served where it was read */
+}
+
+/* A fault routed to `from` before `before` (rt_mono_ns; UINT64_MAX: any), taken out. */
+static bool route_take(struct poller *from, uint64_t before, struct uffd_msg *m, int *fd)
+{
+	if (!atomic_load_explicit(&from->queued, memory_order_relaxed))
+		return false;
+	for (unsigned i = 0; i < ROUTE_SLOTS; i++) {
+		struct route_slot *s = &from->slots[i];
+		uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_acquire);
+		if (stamp <= 1 || stamp >= before || !atomic_compare_exchange_strong(&s->stamp, &stamp, 1))
+			continue;
+		*m = s->m;
+		*fd = s->fd;
+		atomic_fetch_sub(&from->queued, 1);
+		atomic_store_explicit(&s->stamp, 0, memory_order_release);
+		return true;
+	}
+	return false;
+}
+
+/* A routed fault another poller has not taken for STEAL_NS: its CPU is busy with another thread. */
+static bool route_steal(struct poller *me, uint64_t now, struct uffd_msg *m, int *fd)
+{
+	for (unsigned i = 0; i < hd.npollers; i++)
+		if (&hd.pollers[i] != me && route_take(&hd.pollers[i], now - STEAL_NS, m, fd)) {
+			atomic_fetch_add_explicit(&rt.stats.faults_stolen, 1, memory_order_relaxed);
+			return true;
+		}
+	return false;
+}
+
+static bool route_any_queued(void)
+{
+	for (unsigned i = 0; i < hd.npollers; i++)
+		if (atomic_load_explicit(&hd.pollers[i].queued, memory_order_relaxed))
+			return true;
+	return false;
+}
+
+/* The poller of the CPU the fault's thread most likely sleeps on, NULL if unknown or none. */
+static struct poller *route_target(const struct uffd_msg *m)
+{
+	if (m->event != UFFD_EVENT_PAGEFAULT)
+		return NULL;
+	struct rt_thread *t = threads_find((int)m->arg.pagefault.feat.ptid);
+	int cpu = t ? atomic_load_explicit(&t->cpu, memory_order_relaxed) : -1;
+	return cpu >= 0 && cpu < CPULIST_MAX ? hd.of_cpu[cpu] : NULL;
+}
+
+/* ---- the per-CPU pollers ---- */
+
+static void poller_serve(struct poller *p, const struct uffd_msg *m, int fd)
+{
+	atomic_store_explicit(&p->busy_since, rt_mono_ns(), memory_order_relaxed);
+	atomic_fetch_add_explicit(&hd.polled, 1, memory_order_relaxed);
+	handler_message(p->ctx, m, fd);
+	atomic_store_explicit(&p->busy_since, 0, memory_order_relaxed);
+}
+
+static void poller_take(void *self, const struct uffd_msg *m, int fd)
+{
+	struct poller *p = self;
+	struct poller *to = route_target(m);
+	if (to && to != p && route_put(to, m, fd)) {
+		atomic_fetch_add_explicit(&rt.stats.faults_routed, 1, memory_order_relaxed);
+		return;
+	}
+	poller_serve(p, m, fd);
+}
+
+/* Found stuck by the backstop (in a fault, or polling without a CPU) and given SCHED_OTHER: since
+ * its CPU is busy with other threads, it takes no new fault for a while (1 ms, doubling while it
+ * keeps being found stuck, up to 64 ms), asleep: taken, a fault would likely stall in its hands. */
+#define BACKOFF_MIN_NS (1000 * 1000ull)
+#define BACKOFF_MAX_NS (64 * 1000 * 1000ull)
+static void poller_unboost(struct poller *p, uint64_t now)
+{
+	if (!atomic_load_explicit(&p->boosted, memory_order_relaxed))
+		return;
+	atomic_store(&p->boosted, false);
+	p->idle_policy = false;
+	bool again = now < p->backoff_until + BACKOFF_MAX_NS;
+	p->backoff_ns = again && p->backoff_ns ? p->backoff_ns * 2 : BACKOFF_MIN_NS;
+	if (p->backoff_ns > BACKOFF_MAX_NS)
+		p->backoff_ns = BACKOFF_MAX_NS;
+	p->backoff_until = now + p->backoff_ns;
+}
+
+static void pollers_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u) };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Work for this poller now: its own routed faults, others' that waited too long, its follow-ups. */
+static bool poller_work(struct poller *p, uint64_t now)
+{
+	struct uffd_msg m;
+	int fd;
+	if (route_take(p, UINT64_MAX, &m, &fd) || route_steal(p, now, &m, &fd)) {
+		poller_serve(p, &m, fd);
+		return true;
+	}
+	if (!handler_ctx_waiting(p->ctx))
+		return false;
+	atomic_store_explicit(&p->busy_since, now, memory_order_relaxed);
+	handler_tend(p->ctx);
+	atomic_store_explicit(&p->busy_since, 0, memory_order_relaxed);
+	return false;
+}
+
+static void *poller_main(void *arg)
+{
+	struct poller *p = arg;
+	handler_thread_enter();
+	tls_poller = p;
+	p->ctx = handler_ctx_new();
+	atomic_store(&p->tid, rt_gettid());
+	atomic_fetch_add(&hd.started, 1);
+	pollers_pin(p->cpu);
+	for (;;) {
+		atomic_fetch_add_explicit(&p->beat, 1, memory_order_relaxed);
+		uint64_t now = rt_mono_ns();
+		poller_unboost(p, now);
+		if (now < p->backoff_until && !handler_ctx_waiting(p->ctx)) {
+			atomic_store(&p->asleep, true);
+			pollers_sleep_ns(p->backoff_until - now);
+			atomic_store(&p->asleep, false);
+			continue;
+		}
+		if (poller_work(p, now))
+			continue;
+		ssize_t n = pollers_read(poller_take, p);
+		if (n < 0)
+			break;
+		if (n > 0) {
+			atomic_store_explicit(&hd.last_msg, rt_mono_ns(), memory_order_relaxed);
+			continue;
+		}
+		if (now - atomic_load_explicit(&hd.last_msg, memory_order_relaxed) < rt.cfg.spin_ns) {
+			poller_policy(p, true);
+			__builtin_ia32_pause();
+			continue;
+		}
+		poller_policy(p, false);
+		/* Follow-ups (a signal not yet answered, waited for up to 50 ms) are checked each ms. */
+		if (handler_ctx_waiting(p->ctx) || atomic_load_explicit(&p->queued, memory_order_relaxed)) {
+			pollers_block(1);
+			continue;
+		}
+		/* No fault for a while: sleep until the next (which wakes every poller). */
+		atomic_store(&p->asleep, true);
+		if (!route_any_queued())
+			pollers_block(200);
+		atomic_store(&p->asleep, false);
+	}
+	return NULL;
+}
+
+/* ---- the backstop ---- */
+
+static bool pollers_all_asleep(void)
+{
+	for (unsigned i = 0; i < hd.npollers; i++)
+		if (!atomic_load(&hd.pollers[i].asleep))
+			return false;
+	return !route_any_queued();
+}
+
+/* A poller stuck, given SCHED_OTHER until it is done (poller_unboost): one in the middle of a fault
+ * for longer than STALL_BOOST_NS was preempted there by a program thread and, at SCHED_IDLE, would
+ * wait for its CPU as long as that stays busy, with rt.lock or a thread's fault in its hands; one
+ * awake that has not turned its loop since the last tick is starved, and would keep its process
+ * from exiting. */
+static void pollers_boost(struct poller *p)
+{
+	atomic_store(&p->boosted, true);
+	if (pollers_set_policy(atomic_load(&p->tid), SCHED_OTHER) == 0)
+		atomic_fetch_add_explicit(&rt.stats.pollers_boosted, 1, memory_order_relaxed);
+}
+
+static void pollers_boost_stuck(uint64_t now, bool tick)
+{
+	for (unsigned i = 0; i < hd.npollers; i++) {
+		struct poller *p = &hd.pollers[i];
+		if (atomic_load(&p->boosted))
+			continue;
+		uint64_t since = atomic_load_explicit(&p->busy_since, memory_order_relaxed);
+		uint64_t beat = atomic_load_explicit(&p->beat, memory_order_relaxed);
+		if (since ? now - since >= STALL_BOOST_NS : tick && !atomic_load(&p->asleep) && beat == p->beat_seen)
+			pollers_boost(p);
+		if (tick)
+			p->beat_seen = beat;
+	}
+}
+
+/* Before the process exits: its pollers at SCHED_OTHER, so that they run to their end at once. */
+void handler_before_exit(void)
+{
+	for (unsigned i = 0; i < hd.npollers; i++)
+		pollers_set_policy(atomic_load(&hd.pollers[i].tid), SCHED_OTHER);
+}
+
+static bool pollers_work_waiting(void)
+{
+	struct pollfd p[2];
+	memcpy(p, pollers_fds, sizeof(p));
+	return route_any_queued() || poll(p, pollers_nfds, 0) > 0;
+}
+
+static void backstop_take(void *self, const struct uffd_msg *m, int fd)
+{
+	atomic_fetch_add_explicit(&rt.stats.faults_backstop, 1, memory_order_relaxed);
+	handler_message(self, m, fd);
+}
+
+static bool handler_keep_polling(uint64_t last_msg);
+
+/* Faults waited a whole tick and no poller took one: every CPU is busy. The backstop serves as the
+ * earlier design did (--poll adaptive: it polls a while after a fault it served, then blocks in
+ * poll() on the userfaultfd) until a tick in which it found no fault to serve: the pollers took
+ * them all again, or none came. Pollers keep reading meanwhile: the first to see a fault serves it. */
+static void backstop_serve(struct handler_ctx *ctx)
+{
+	uint64_t last_msg = rt_mono_ns(), check_at = last_msg + BACKSTOP_TICK_NS;
+	bool served_in_tick = true;
+	for (;;) {
+		struct uffd_msg m;
+		int fd;
+		bool got = false;
+		for (unsigned i = 0; i < hd.npollers; i++)
+			while (route_take(&hd.pollers[i], UINT64_MAX, &m, &fd)) {
+				backstop_take(ctx, &m, fd);
+				got = true;
+			}
+		ssize_t n = pollers_read(backstop_take, ctx);
+		handler_tend(ctx);
+		uint64_t now = rt_mono_ns();
+		if (n > 0 || got) {
+			last_msg = now;
+			served_in_tick = true;
+		}
+		if (now >= check_at) {
+			pollers_boost_stuck(now, true);
+			if (!served_in_tick)
+				return;
+			served_in_tick = false;
+			check_at = now + BACKSTOP_TICK_NS;
+		}
+		if (n > 0 || got || handler_keep_polling(last_msg)) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		pollers_block(1);
+	}
+}
+
+/* The backstop (-C of them, normal priority): while pollers poll, it looks every BACKSTOP_TICK_NS
+ * for faults that waited a whole tick without a poller taking any (then it serves), and for a
+ * poller stuck in the middle of a fault (then it boosts it). While they sleep, it sleeps with them
+ * in poll(), woken by the same fault. A waking thread every fault would cost more: measured, a
+ * backstop asleep in poll() beside the pollers made a first touch 2-3x dearer (it is woken on
+ * another vCPU, and now and then takes the fault there). */
+static void *backstop_main(void *arg)
+{
+	handler_thread_enter();
+	struct handler_ctx *ctx = handler_ctx_new();
+	atomic_store(&hd.tids[(uintptr_t)arg % RT_MAX_HANDLERS], rt_gettid());
+	atomic_fetch_add(&hd.started, 1);
+	uint64_t seen = atomic_load(&hd.polled);
+	for (;;) {
+		if (pollers_all_asleep() && !handler_ctx_waiting(ctx))
+			pollers_block(200); /* woken with the pollers by the next fault */
+		pollers_sleep_ns(BACKSTOP_TICK_NS);
+		pollers_boost_stuck(rt_mono_ns(), true);
+		uint64_t polled = atomic_load(&hd.polled);
+		if (polled == seen && pollers_work_waiting())
+			backstop_serve(ctx);
+		seen = atomic_load(&hd.polled);
+		handler_tend(ctx);
+	}
+	return NULL;
+}
+
+/* ---- --poll adaptive|block|spin: every handler reads every fault ---- */
+
+static void handler_pin(unsigned index)
+{
+	unsigned n = rt.cfg.pinned ? cpulist_count(&rt.cfg.cores) : 0;
+	if (n == 0)
+		return;
+	/* The index-th CPU of the list (handlers beyond its length start over at its first). */
+	unsigned want = index % n, cpu = 0;
+	for (unsigned seen = 0; cpu < CPULIST_MAX; cpu++)
+		if (cpulist_has(&rt.cfg.cores, cpu) && seen++ == want)
+			break;
+	pollers_pin(cpu);
+}
+
+/* Faults come in bursts: polling a little longer before sleeping saves the wake-up of an idle
+ * vCPU, which costs 100+ us on these VMs (kernel-facts). But polling on the CPU the faulting
+ * thread runs on takes that CPU from it until the poll ends, and its next fault then waits for
+ * the same wake-up anyway: there, block at once (a wake-up on one's own CPU is the cheap one). */
+static bool handler_keep_polling(uint64_t last_msg)
+{
+	if (rt.cfg.spin)
+		return true;
+	if (rt_mono_ns() - last_msg >= rt.cfg.spin_ns)
+		return false;
+	int peer = handler_peer_cpu();
+	return peer < 0 || peer != sched_getcpu();
+}
+
+static void handler_take(void *self, const struct uffd_msg *m, int fd)
+{
+	handler_message(self, m, fd);
+}
+
+static void *handler_main(void *arg)
+{
+	handler_thread_enter();
+	struct handler_ctx *ctx = handler_ctx_new();
+	atomic_store(&hd.tids[(uintptr_t)arg % RT_MAX_HANDLERS], rt_gettid());
+	atomic_fetch_add(&hd.started, 1);
+	handler_pin((unsigned)(uintptr_t)arg);
+	uint64_t last_msg = 0;
+	for (;;) {
+		ssize_t n = pollers_read(handler_take, ctx);
+		handler_tend(ctx);
+		if (n > 0) {
+			last_msg = rt_mono_ns();
+			continue;
+		}
+		if (n < 0)
+			break;
+		if (handler_keep_polling(last_msg)) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		if (!pollers_block(handler_ctx_waiting(ctx) ? 1 : 200))
+			break;
+	}
+	return NULL;
+}
+
+/* ---- start ---- */
+
+/* The CPUs a poller goes on: those this process may run on (its affinity at start, which a cpuset
+ * or taskset sets), narrowed to --cores if given. */
+static unsigned pollers_cpus(struct cpulist *cpus)
+{
+	memset(cpus, 0, sizeof(*cpus));
+	if (syscall(SYS_sched_getaffinity, 0, sizeof(cpus->bits), cpus->bits) < 0)
+		return 0;
+	if (rt.cfg.pinned)
+		for (unsigned w = 0; w < CPULIST_MAX / 64; w++)
+			cpus->bits[w] &= rt.cfg.cores.bits[w];
+	return cpulist_count(cpus);
+}
+
+static int pollers_start(void)
+{
+	struct cpulist cpus;
+	unsigned n = pollers_cpus(&cpus);
+	if (n == 0)
+		return -EINVAL;
+	if (n > POLLERS_MAX)
+		n = POLLERS_MAX;
+	hd.pollers = rt_map(n * sizeof(struct poller));
+	if (!hd.pollers)
+		return -ENOMEM;
+	memset(hd.of_cpu, 0, sizeof(hd.of_cpu));
+	hd.npollers = 0;
+	for (unsigned cpu = 0; cpu < CPULIST_MAX && hd.npollers < n; cpu++) {
+		if (!cpulist_has(&cpus, cpu))
+			continue;
+		struct poller *p = &hd.pollers[hd.npollers];
+		p->cpu = cpu;
+		hd.of_cpu[cpu] = p;
+		hd.npollers++;
+	}
+	atomic_store(&hd.last_msg, 0); /* asleep until the first fault */
+	for (unsigned i = 0; i < hd.npollers; i++) {
+		if (rt_thread_create(&hd.pollers[i].thread, poller_main, &hd.pollers[i]) != 0)
+			return -EAGAIN;
+		pthread_setname_np(hd.pollers[i].thread, "fltrace-poller");
+	}
+	return 0;
+}
+
+int handler_start(void)
+{
+	if (serve_init() < 0)
+		return -ENOMEM;
+	pollers_fds_init();
+	unsigned n = rt.cfg.handlers ? rt.cfg.handlers : 1;
+	if (n > RT_MAX_HANDLERS)
+		n = RT_MAX_HANDLERS;
+	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
+	atomic_store(&hd.started, 0);
+	int err = rt.cfg.percpu ? pollers_start() : 0;
+	for (hd.n = 0; err == 0 && hd.n < n; hd.n++) {
+		void *(*fn)(void *) = rt.cfg.percpu ? backstop_main : handler_main;
+		if (rt_thread_create(&hd.threads[hd.n], fn, (void *)(uintptr_t)hd.n) != 0)
+			break;
+		pthread_setname_np(hd.threads[hd.n], rt.cfg.percpu ? "fltrace-backstop" : "fltrace-handler");
+	}
+	/* glibc's thread start-up reads the program's locale data (__ctype_init), which may be on the
+	 * heap: it must be done before the heap is registered (a fork child's is, until its runtime
+	 * starts), or a handler would wait for a fault only it can serve. */
+	while (err == 0 && hd.n == n && atomic_load(&hd.started) < n + hd.npollers)
+		sched_yield();
+	rt_tls_internal--;
+	return err < 0 ? err : hd.n == n ? 0 : -EAGAIN;
+}
+
+/* The CPU time of every handler thread (user + system, polling included), in ns. */
+uint64_t handler_cpu_ns(void)
+{
+	uint64_t sum = 0;
+	struct timespec ts;
+	clockid_t c;
+	for (unsigned i = 0; i < hd.n; i++)
+		if (pthread_getcpuclockid(hd.threads[i], &c) == 0 && clock_gettime(c, &ts) == 0)
+			sum += (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	for (unsigned i = 0; i < hd.npollers; i++)
+		if (pthread_getcpuclockid(hd.pollers[i].thread, &c) == 0 && clock_gettime(c, &ts) == 0)
+			sum += (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return sum;
+}
+
+/* ---- the watchdog ---- */
+
+/* A thread of this process from /proc/self/task/<tid>/stat: whether it is on a CPU or waiting for
+ * one ('R'), and the CPU it has used (utime + stime, in clock ticks). False if it cannot be read. */
+static bool task_sched_state(int tid, bool *runnable, uint64_t *cpu_ticks)
+{
+	char path[64], buf[512];
+	struct fmt f;
+	fmt_init(&f, path, sizeof(path));
+	fmt_str(&f, "/proc/self/task/");
+	fmt_u64(&f, (uint64_t)tid);
+	fmt_str(&f, "/stat");
+	size_t len = rt_read_file(path, buf, sizeof(buf) - 1);
+	buf[len] = '\0';
+	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+	if (!p || p[1] != ' ')
+		return false;
+	*runnable = p[2] == 'R';
+	p += 2; /* field 3, the state; utime and stime are fields 14 and 15 */
+	for (int field = 3; field < 14 && p; field++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return false;
+	char *end;
+	uint64_t ut = strtoull(p, &end, 10), st = strtoull(end, NULL, 10);
+	*cpu_ticks = ut + st;
+	return true;
+}
+
+static void watchdog_look_at(unsigned slot, int tid, bool *someone_runnable)
+{
+	bool r = false;
+	uint64_t cpu = 0;
+	if (!task_sched_state(tid, &r, &cpu))
+		return;
+	*someone_runnable |= r;
+	if (hd.stalling) /* the first second without progress only takes the baseline */
+		hd.stalled_cpu_ticks += cpu - hd.last_cpu[slot];
+	hd.last_cpu[slot] = cpu;
+}
+
+/* Called once a second (stats thread): faults waiting while no handler has handled a message means
+ * a handler may be stuck. Wall time alone is no measure on a busy machine (a handler, or the
+ * thread holding rt.lock that it waits for, may wait seconds for a CPU), so a second counts as a
+ * stall only if none of them was runnable: all were asleep, on a lock or in a fault, which is
+ * what a deadlock looks like. A handler that spins without progress (always runnable) is caught
+ * by the CPU it used instead; pollers, which spin while they wait, only by the first. HANDLER_STALL_SECONDS of either: stop with a message rather than
+ * hang forever. */
+#define HANDLER_STALL_SECONDS 10
+void handler_watchdog(void)
+{
+	struct pollfd p[2];
+	memcpy(p, pollers_fds, sizeof(p));
+	uint64_t now = atomic_load(&hd.progress);
+	if (now != hd.watched_progress || (poll(p, pollers_nfds, 0) < 1 && !route_any_queued())) {
+		hd.watched_progress = now;
+		hd.stalled_seconds = 0;
+		hd.stalled_cpu_ticks = 0;
+		hd.stalling = false;
+		return;
+	}
+	bool someone_runnable = false;
+	for (unsigned i = 0; i < hd.n; i++)
+		watchdog_look_at(i, atomic_load(&hd.tids[i]), &someone_runnable);
+	/* A poller spins (runnable) while it waits: only whether one is runnable counts. */
+	uint64_t spun = hd.stalled_cpu_ticks;
+	for (unsigned i = 0; i < hd.npollers; i++)
+		watchdog_look_at(RT_MAX_HANDLERS + i, atomic_load(&hd.pollers[i].tid), &someone_runnable);
+	hd.stalled_cpu_ticks = spun;
+	/* A handler asleep on rt.lock waits for its holder, which may itself be waiting for a CPU. */
+	int owner = rt.lock.__data.__owner;
+	bool r = false;
+	uint64_t cpu;
+	if (owner > 0 && task_sched_state(owner, &r, &cpu))
+		someone_runnable |= r;
+	if (hd.stalling && !someone_runnable)
+		hd.stalled_seconds++;
+	hd.stalling = true;
+	long hz = sysconf(_SC_CLK_TCK);
+	bool spinning = hz > 0 && hd.stalled_cpu_ticks >= (uint64_t)(HANDLER_STALL_SECONDS * hz);
+	if (hd.stalled_seconds >= HANDLER_STALL_SECONDS || spinning)
+		rt_die("handler", "no fault has been served for 10 s while the program waits for one",
+		       "this is a bug of fltrace: report it with the command that was traced");
+}
