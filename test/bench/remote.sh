@@ -13,7 +13,7 @@ if ! command -v memcached > /dev/null; then
 fi
 cc -std=gnu11 -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$ROOT/inc" -o "$BENCH_BIN/mcfloor" \
 	"$ROOT/test/bench/mcfloor.c" "$ROOT/src/common/memcache.c" -lsodium || exit 1
-dir=$TMP/remote
+dir=$TMP/remote.d
 mkdir -p "$dir"
 trap '$MC stop "$dir/mc"' EXIT
 srv=$($MC start "$dir/mc" 1 -m 4096) || exit 1
