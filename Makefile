@@ -1,5 +1,5 @@
 # fltrace: one non-recursive makefile. Objects go to build/ (build-san/ with SAN=...).
-# Targets: all (./fltrace + preload library), test, test-loaded, bench, install, clean.
+# Targets: all (./fltrace + preload library), test, test-loaded, fuzz, bench, install, clean.
 
 PREFIX ?= /usr/local
 SAN ?=
@@ -55,7 +55,7 @@ JEMALLOC_U := $(foreach s,$(JEMALLOC_SYMS),-Wl,-u,fltrace_je_$(s))
 
 TOOL_LIBS := -lelf -lz -lm
 
-.PHONY: all test test-loaded unit-test bench bench-anchor stress check-real install clean progs
+.PHONY: all test test-loaded unit-test fuzz fuzz-build bench bench-anchor stress check-real install clean progs
 all: $(B)/bin/fltrace $(PRELOAD_LIB) progs
 # ./fltrace names the default build only: other BUILD trees do not repoint it.
 ifeq ($(B),build)
@@ -157,8 +157,39 @@ $(B)/test/unit/test_policy: test/unit/test_policy.c $(POLICY_OBJ) $(COMMON_OBJ)
 
 unit-test: $(UNIT_BIN)
 
+# Fuzzers (libFuzzer, built by clang under AddressSanitizer and UBSan, test/fuzz/): the trace
+# reader, the maps history parser and the stats parser, with the analysis code built alike in
+# $(B)/fuzz. `make test` runs each a few seconds (test/e2e/fuzz.sh), `make fuzz` FUZZ_SECONDS each,
+# keeping what they find in $(B)/fuzz/corpus.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 300
+HAVE_FUZZ_CC := $(shell command -v $(FUZZ_CC) > /dev/null 2>&1 && echo yes)
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=gnu11 -O1 -g $(WARN) -Iinc -D_GNU_SOURCE $(FUZZ_SAN)
+FUZZ_LIB_OBJ := $(patsubst %.c,$(B)/fuzz/obj/%.o,$(ANALYSIS_SRC) $(COMMON_SRC))
+FUZZ_BIN := $(patsubst test/fuzz/%.c,$(B)/fuzz/%,$(wildcard test/fuzz/fuzz_*.c))
+
+$(B)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(B)/fuzz/%: test/fuzz/%.c test/fuzz/fuzz_input.h $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(TOOL_LIBS)
+
+ifeq ($(HAVE_FUZZ_CC),yes)
+fuzz-build: $(FUZZ_BIN)
+else
+fuzz-build:
+	@echo "make: no $(FUZZ_CC) here: the fuzzers are not built (./deps.sh installs clang)"
+endif
+
+fuzz: all unit-test fuzz-build
+	@FLTRACE_BUILD=$(B) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_CORPUS=$(abspath $(B))/fuzz/corpus \
+		bash test/fuzz/run.sh
+
 ifeq ($(SAN),)
-test: all unit-test
+test: all unit-test fuzz-build
 	@FLTRACE_BUILD=$(B) bash test/run.sh $(UNIT_BIN)
 else
 # Sanitized builds cover the pure modules: the unit tests (the runtime cannot host ASan).
@@ -167,7 +198,7 @@ test: unit-test
 endif
 
 # The whole suite beside a CPU and memory hog on every core: verdicts must not depend on timing.
-test-loaded: all unit-test
+test-loaded: all unit-test fuzz-build
 	@FLTRACE_BUILD=$(B) bash test/loaded.sh $(UNIT_BIN)
 
 bench: all unit-test

@@ -8,7 +8,7 @@ set -euo pipefail
 # tests and benchmarks: real programs that fltrace traces (python3, sqlite3, xz, gzip, GNU sort),
 #   perf to compare against, xmllint and chromium to check the SVGs, protoc and python's protobuf
 #   to read the pprof export back, memcached (memory servers for --far memcached) and sasl2-bin
-#   (saslpasswd2: a SASL user for one)
+#   (saslpasswd2: a SASL user for one); clang and its libFuzzer runtime for the fuzzers (make fuzz)
 PACKAGES=(
 	build-essential binutils pkg-config
 	libjemalloc-dev libunwind-dev libelf-dev zlib1g-dev
@@ -16,6 +16,7 @@ PACKAGES=(
 	libxml2-utils chromium protobuf-compiler python3-protobuf
 	linux-perf
 	memcached sasl2-bin libsodium-dev
+	clang libclang-rt-14-dev
 )
 # Arguments name other packages to install the same way instead (test/real/deps.sh does).
 [ $# -eq 0 ] || PACKAGES=("$@")

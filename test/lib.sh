@@ -63,9 +63,18 @@ same_output() {
 	local dir=$TMP/$name layout=()
 	[ -n "${FIXED_LAYOUT:-}" ] && layout=(setarch "$(uname -m)" -R)
 	mkdir -p "$dir"
-	"$@" > "$dir/native" 2>&1; echo "exit $?" >> "$dir/native"
+	"$@" > "$dir/native" 2>&1
+	local native_rc=$?
+	echo "exit $native_rc" >> "$dir/native"
+	# A program that crashes by itself proves nothing about fltrace (both runs would agree).
+	case $native_rc in 132 | 134 | 135 | 136 | 139)
+		if [ -z "${SAME_OUTPUT_CRASH_OK:-}" ]; then
+			fail "$name" "the program crashes without fltrace (exit $native_rc): $*"
+			return 1
+		fi ;;
+	esac
 	# shellcheck disable=SC2086
-	timeout "${SAME_OUTPUT_TIMEOUT:-$HANG}" "${layout[@]}" "$FLTRACE" record $opts -o "$dir" -- "$@" \
+	timeout -k 10 "${SAME_OUTPUT_TIMEOUT:-$HANG}" "${layout[@]}" "$FLTRACE" record $opts -o "$dir" -- "$@" \
 		> "$dir/traced" 2> "$dir/err"
 	local rc=$?
 	echo "exit $rc" >> "$dir/traced"

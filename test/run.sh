@@ -29,13 +29,20 @@ tally() { # reads case lines from stdin, echoes them, counts them
 	done
 }
 
+# A whole script's limit: a hang the per-case limits miss still ends the run, named, within CI's time.
+SCRIPT_LIMIT=${FLTRACE_TEST_SCRIPT_LIMIT_S:-1500}
+
 run_one() { # name, command...: a binary or script that dies without saying so is a failure
-	local name=$1 out rc; shift
+	local name=$1 out rc fails_before=$fail; shift
 	echo "== $name"
 	out=$(mktemp)
-	"$@" > "$out" 2>&1; rc=$?
-	tally < "$out"
-	if [ $rc -ne 0 ] && ! grep -q '^FAIL ' "$out"; then
+	# Its lines are shown as they come (a log cut short still says where it stopped).
+	tally < <(timeout -k 10 "$SCRIPT_LIMIT" "$@" 2>&1; echo "$?" > "$out")
+	rc=$(cat "$out")
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		fail=$((fail + 1)); failed+=("$name: still running after ${SCRIPT_LIMIT} s, stopped")
+		echo "  FAIL $name: still running after ${SCRIPT_LIMIT} s, stopped"
+	elif [ "$rc" -ne 0 ] && [ $fail -eq $fails_before ]; then
 		fail=$((fail + 1)); failed+=("$name: exited $rc without reporting a failure")
 		echo "  FAIL $name: exited $rc"
 	fi

@@ -54,7 +54,8 @@ void cli_note(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* mkdir -p: an output directory like runs/L140 may be new, and its parent too. */
+/* mkdir -p: an output directory like runs/L140 may be new, and its parent too; the user named
+ * it, so a link on the way is followed. */
 int cli_mkdir_p(const char *path)
 {
 	char buf[PATH_MAX];
@@ -65,11 +66,66 @@ int cli_mkdir_p(const char *path)
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+		if (mkdir(buf, OUTFILE_DIR_MODE) != 0 && errno != EEXIST)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+	if (mkdir(buf, OUTFILE_DIR_MODE) != 0 && errno != EEXIST)
 		return -errno;
 	return 0;
+}
+
+int cli_out_error(const char *path, int err)
+{
+	if (outfile_refused(err))
+		return cli_error(CLI_EXIT_FAIL, path, "%s; remove it (someone else may have put it "
+				 "there) or write elsewhere", outfile_strerror(err));
+	return cli_error(CLI_EXIT_FAIL, path, "cannot write it (%s); check that its directory is "
+			 "writable, or write elsewhere", outfile_strerror(err));
+}
+
+FILE *cli_out_open(struct cli_out *o, const char *path)
+{
+	int err = outfile_begin(&o->of, path);
+
+	o->f = NULL;
+	if (err) {
+		cli_out_error(path, err);
+		return NULL;
+	}
+	o->f = fdopen(o->of.fd, "w");
+	if (!o->f) {
+		err = -errno;
+		outfile_abort(&o->of);
+		cli_out_error(path, err);
+		return NULL;
+	}
+	o->of.fd = -1; /* the stream's now: fclose closes it */
+	setvbuf(o->f, NULL, _IOFBF, 1 << 20);
+	return o->f;
+}
+
+int cli_out_close(struct cli_out *o)
+{
+	int bad = ferror(o->f), err = 0;
+
+	errno = 0;
+	if (fclose(o->f) || bad)
+		err = -(errno ? errno : EIO);
+	o->f = NULL;
+	if (err) {
+		outfile_abort(&o->of);
+		return cli_error(CLI_EXIT_FAIL, o->of.path, "writing it failed (%s); free some space "
+				 "or write elsewhere", strerror(-err));
+	}
+	err = outfile_commit(&o->of);
+	return err ? cli_out_error(o->of.path, err) : 0;
+}
+
+void cli_out_abort(struct cli_out *o)
+{
+	if (o->f)
+		fclose(o->f);
+	o->f = NULL;
+	outfile_abort(&o->of);
 }

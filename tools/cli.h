@@ -3,6 +3,10 @@
 #ifndef FLTRACE_CLI_H
 #define FLTRACE_CLI_H
 
+#include <stdio.h>
+
+#include <fltrace/outfile.h>
+
 /* Exit codes of fltrace itself; otherwise `record` exits with the command's own status. */
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1       /* an error of fltrace itself (e.g. writing stdout failed) */
@@ -18,7 +22,26 @@ int cli_error(int code, const char *what, const char *fmt, ...)
 /* Prints an informational line "fltrace: <fmt...>" on stderr. */
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* mkdir -p (an output directory like runs/L140 may be new, and its parent too); 0 or -errno. */
+/* mkdir -p of a directory the user named (an output directory like runs/L140 may be new, and its
+ * parent too); what it creates is 0700. 0 or -errno. */
 int cli_mkdir_p(const char *path);
+
+/* An output file of a command (fltrace/outfile.h): written under a temporary name in its
+ * directory and renamed over `path` when closed, never through a link nor over a file that is not
+ * fltrace's own; 0600. */
+struct cli_out {
+	struct outfile of;
+	FILE *f;
+};
+/* The stream to write, or NULL after one message naming the file. */
+FILE *cli_out_open(struct cli_out *o, const char *path);
+/* Closes and renames it into place: 0, or CLI_EXIT_FAIL after one message (a full disk, a name
+ * someone put there meanwhile); the temporary file is gone either way. */
+int cli_out_close(struct cli_out *o);
+/* Closes it and removes the temporary file: nothing is written under the name. */
+void cli_out_abort(struct cli_out *o);
+/* The message for an output (file or directory) that cannot be made, `err` from fltrace/outfile.h
+ * or -errno; returns CLI_EXIT_FAIL. */
+int cli_out_error(const char *path, int err);
 
 #endif

@@ -318,33 +318,24 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 
 /* ------------------------------------------------------------------ output files */
 
-static FILE *report_create(const char *dir, const char *name, char *path, size_t len)
+/* dir/name, or name alone (-o FILE), written under a temporary name and renamed at the end. */
+static FILE *report_create(struct cli_out *o, const char *dir, const char *name)
 {
-	FILE *f;
+	char path[PATH_MAX];
 
 	if (dir)
-		snprintf(path, len, "%s/%s", dir, name);
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
 	else
-		snprintf(path, len, "%s", name);
-	f = fopen(path, "w");
-	if (!f) {
-		cli_error(CLI_EXIT_FAIL, "report", "cannot write %s: %s; check that the directory "
-			  "is writable", path, strerror(errno));
-		return NULL;
-	}
-	setvbuf(f, NULL, _IOFBF, 1 << 20);
-	return f;
+		snprintf(path, sizeof(path), "%s", name);
+	return cli_out_open(o, path);
 }
 
 /* A full disk must be an error, not a short file. */
-static int report_close(FILE *f, const char *path)
+static int report_close(struct cli_out *o)
 {
-	int bad = ferror(f);
-
-	if (fclose(f) || bad)
-		return cli_error(CLI_EXIT_FAIL, "report", "writing %s failed: %s; free some space "
-				 "and run again", path, strerror(errno ? errno : EIO));
-	printf("%s\n", path); /* what was written, as visualize says it */
+	if (cli_out_close(o))
+		return CLI_EXIT_FAIL;
+	printf("%s\n", o->of.path); /* what was written, as visualize says it */
 	return 0;
 }
 
@@ -366,7 +357,7 @@ struct report_sink {
 		const struct report_writer *w;
 		FILE *out;
 		void *state;
-		char path[4096];
+		struct cli_out file;
 	} v[2];
 };
 
@@ -393,7 +384,7 @@ static int report_sink_open(struct report_sink *k, const struct report_env *env,
 		else
 			report_suffix(e->pid, e->gen, sfx, sizeof(sfx));
 		report_writer_file(o->w, sfx, name, sizeof(name));
-		o->out = report_create(env->dir, name, o->path, sizeof(o->path));
+		o->out = report_create(&o->file, env->dir, name);
 		if (!o->out || o->w->begin(o->out, &o->state)) {
 			if (o->out)
 				cli_error(CLI_EXIT_FAIL, "report", "out of memory");
@@ -416,12 +407,11 @@ static int report_sink_close(struct report_sink *k, bool loaded, uint64_t start_
 		if (o->state || o->w->per_gen)
 			if (o->w->end(o->state, loaded ? o->out : NULL, start_ns) && loaded)
 				status = cli_error(CLI_EXIT_FAIL, "report", "out of memory writing "
-						   "%s", o->path);
+						   "%s", o->file.of.path);
 		o->state = NULL;
 		if (!loaded) {
-			fclose(o->out);
-			unlink(o->path);
-		} else if (report_close(o->out, o->path)) {
+			cli_out_abort(&o->file);
+		} else if (report_close(&o->file)) {
 			status = CLI_EXIT_FAIL;
 		}
 		o->out = NULL;
@@ -436,8 +426,9 @@ static int report_sink_close(struct report_sink *k, bool loaded, uint64_t start_
 static int report_emit(const struct report_env *env, const struct report_view *v, const char *sfx)
 {
 	const struct report_writer *w = env->fmt;
-	char name[256], path[4096];
+	char name[256];
 	bool to_stdout = env->output ? !strcmp(env->output, "-") : !w->ext;
+	struct cli_out file;
 	FILE *o;
 	int ret;
 
@@ -448,20 +439,20 @@ static int report_emit(const struct report_env *env, const struct report_view *v
 		return w->write(stdout, v) ? cli_error(CLI_EXIT_FAIL, "report", "out of memory") : 0;
 	}
 	if (env->output) {
-		o = report_create(NULL, env->output, path, sizeof(path));
+		o = report_create(&file, NULL, env->output);
 	} else {
 		report_writer_file(w, sfx, name, sizeof(name));
-		o = report_create(env->dir, name, path, sizeof(path));
+		o = report_create(&file, env->dir, name);
 	}
 	if (!o)
 		return CLI_EXIT_FAIL;
 	ret = w->write(o, v);
 	if (ret) {
-		fclose(o);
-		return cli_error(CLI_EXIT_FAIL, "report", "writing %s failed: %s", path,
+		cli_out_abort(&file);
+		return cli_error(CLI_EXIT_FAIL, "report", "writing %s failed: %s", file.of.path,
 				 strerror(-ret));
 	}
-	return report_close(o, path);
+	return report_close(&file);
 }
 /* ------------------------------------------------------------------ --diff A B */
 
@@ -488,15 +479,18 @@ static int report_diff(struct report_env *env)
 					      .top = env->top ? env->top : 20 };
 		const char *out = env->output ? env->output :
 			env->fmt->ext ? "fltrace-data-diff.out" : "-";
-		char path[4096];
-		FILE *o = strcmp(out, "-") ? report_create(NULL, out, path, sizeof(path)) : stdout;
+		struct cli_out file;
+		FILE *o = strcmp(out, "-") ? report_create(&file, NULL, out) : stdout;
 
-		if (!o)
+		if (!o) {
 			status = CLI_EXIT_FAIL;
-		else if (env->fmt->write_diff(o, &v))
+		} else if (env->fmt->write_diff(o, &v)) {
 			status = cli_error(CLI_EXIT_FAIL, "report", "writing %s failed", out);
-		if (o && o != stdout && report_close(o, path))
+			if (o != stdout)
+				cli_out_abort(&file);
+		} else if (o != stdout && report_close(&file)) {
 			status = CLI_EXIT_FAIL;
+		}
 		if (fflush(stdout) || ferror(stdout))
 			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
 					   strerror(errno));
@@ -538,7 +532,7 @@ static int report_by_alloc(const struct report_env *env)
 {
 	const struct report_writer *w = env->fmt ? env->fmt : report_writer_find("csv");
 	struct as_report r;
-	char err[512], path[4096], name[256], sfx[32];
+	char err[512], name[256], sfx[32];
 	int status = CLI_EXIT_OK;
 
 	report_progress(env, "%s", "reading and symbolizing");
@@ -557,19 +551,27 @@ static int report_by_alloc(const struct report_env *env)
 			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
 					   strerror(errno ? errno : EIO));
 	} else {
+		struct cli_out file;
 		FILE *o;
 		if (env->output) {
-			o = report_create(NULL, env->output, path, sizeof(path));
+			o = report_create(&file, NULL, env->output);
 		} else {
 			if (env->pid >= 0)
 				snprintf(sfx, sizeof(sfx), "alloc-%ld", env->pid);
 			else
 				snprintf(sfx, sizeof(sfx), "alloc-all");
 			report_writer_file(w, sfx, name, sizeof(name));
-			o = report_create(env->dir, name, path, sizeof(path));
+			o = report_create(&file, env->dir, name);
 		}
-		if (!o || w->write_alloc(o, &v) || report_close(o, path))
+		if (!o) {
 			status = CLI_EXIT_FAIL;
+		} else if (w->write_alloc(o, &v)) {
+			status = cli_error(CLI_EXIT_FAIL, "report", "writing %s failed: out of memory; "
+					   "report one process (--pid)", file.of.path);
+			cli_out_abort(&file);
+		} else if (report_close(&file)) {
+			status = CLI_EXIT_FAIL;
+		}
 	}
 	as_report_free(&r);
 	return status;
@@ -636,7 +638,10 @@ int cmd_report(int argc, char **argv)
 			status = CLI_EXIT_FAIL;
 			continue;
 		}
-		if (procs[nprocs]->warning[0])
+		/* A damaged trace is reported up to the damage, and the exit status says so. */
+		if (procs[nprocs]->damaged)
+			status = cli_error(CLI_EXIT_FAIL, list.v[i].path, "%s", procs[nprocs]->warning);
+		else if (procs[nprocs]->warning[0])
 			cli_error(CLI_EXIT_FAIL, "report", "warning: %s: %s", list.v[i].path,
 				  procs[nprocs]->warning);
 		nprocs++;

@@ -332,7 +332,6 @@ static int sweep_prepare_stdin(const struct sweep *s, struct sweep_stdin *in)
 	struct stat st;
 	char buf[65536];
 	ssize_t n, saved = 0;
-	int fd;
 
 	memset(in, 0, sizeof(*in));
 	if (fstat(0, &st) != 0 || isatty(0))
@@ -341,35 +340,41 @@ static int sweep_prepare_stdin(const struct sweep *s, struct sweep_stdin *in)
 		in->seekable = true;
 		return 0;
 	}
+	struct outfile out;
 	snprintf(in->path, sizeof(in->path), "%s/stdin", s->outdir);
-	fd = open(in->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return cli_error(CLI_EXIT_FAIL, in->path, "cannot save the command's stdin (%s); give "
-				 "a writable -o DIR", strerror(errno));
+	int err = outfile_begin(&out, in->path);
+	if (err)
+		return cli_out_error(in->path, err);
 	while ((n = read(0, buf, sizeof(buf))) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 || write(fd, buf, (size_t)n) != n) {
+		if (n < 0 || write(out.fd, buf, (size_t)n) != n) {
 			int e = errno;
-			close(fd);
+			outfile_abort(&out);
 			return cli_error(CLI_EXIT_FAIL, in->path, "cannot save the command's stdin (%s); "
 					 "free some space or give another -o DIR", strerror(e));
 		}
 		saved += n;
 	}
-	close(fd);
 	if (!saved) { /* /dev/null, an empty pipe: nothing to keep */
-		unlink(in->path);
+		outfile_abort(&out);
 		in->path[0] = 0;
+	} else if ((err = outfile_commit(&out))) {
+		return cli_out_error(in->path, err);
 	}
 	return 0;
 }
 
+/* The run's stdout and stderr files, made by the sweep before the run (and renamed into place
+ * after it), so that a name in the way is one message of the sweep's own. */
+struct sweep_outputs {
+	struct outfile out, err;
+};
+
 /* In the child: stdin, stdout and stderr as the run wants them, then `fltrace record`. */
-static void sweep_exec_record(const struct sweep_run *r, const struct sweep_stdin *in,
+static void sweep_exec_record(const struct sweep_stdin *in, const struct sweep_outputs *o,
 			      char **argv)
 {
-	char path[PATH_MAX + 16];
 	int fd;
 
 	if (in->seekable) {
@@ -380,19 +385,45 @@ static void sweep_exec_record(const struct sweep_run *r, const struct sweep_stdi
 			_exit(CLI_EXIT_NOTRACE);
 		close(fd);
 	}
-	snprintf(path, sizeof(path), "%s/stdout", r->dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || dup2(fd, 1) < 0)
+	if (dup2(o->out.fd, 1) < 0 || dup2(o->err.fd, 2) < 0)
 		_exit(CLI_EXIT_NOTRACE);
-	close(fd);
-	snprintf(path, sizeof(path), "%s/stderr", r->dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || dup2(fd, 2) < 0)
-		_exit(CLI_EXIT_NOTRACE);
-	close(fd);
 	execv("/proc/self/exe", argv);
 	fprintf(stderr, "fltrace: sweep: cannot run fltrace record (%s)\n", strerror(errno));
 	_exit(CLI_EXIT_NOTRACE);
+}
+
+static int sweep_outputs_begin(const struct sweep_run *r, struct sweep_outputs *o)
+{
+	char path[PATH_MAX + 16];
+	int err;
+
+	snprintf(path, sizeof(path), "%s/stdout", r->dir);
+	if ((err = outfile_begin(&o->out, path)))
+		return cli_out_error(path, err);
+	snprintf(path, sizeof(path), "%s/stderr", r->dir);
+	if ((err = outfile_begin(&o->err, path))) {
+		outfile_abort(&o->out);
+		return cli_out_error(path, err);
+	}
+	return 0;
+}
+
+static void sweep_outputs_abort(struct sweep_outputs *o)
+{
+	outfile_abort(&o->out);
+	outfile_abort(&o->err);
+}
+
+static int sweep_outputs_commit(struct sweep_outputs *o)
+{
+	int err = outfile_commit(&o->out);
+	if (err) {
+		outfile_abort(&o->err);
+		return cli_out_error(o->out.path, err);
+	}
+	if ((err = outfile_commit(&o->err)))
+		return cli_out_error(o->err.path, err);
+	return 0;
 }
 
 /* The record child, for the forwarding handler: a signal handler can reach nothing else. */
@@ -465,35 +496,46 @@ static char **sweep_record_argv(const struct sweep *s, const struct sweep_opts *
 static int sweep_run_one(const struct sweep *s, const struct sweep_opts *o, struct sweep_run *r,
 			 const struct sweep_stdin *in)
 {
+	struct sweep_outputs out;
 	char lbuf[32], mbuf[32];
 	char **argv;
 	double t0;
 	pid_t pid;
-	int ws, err = cli_mkdir_p(r->dir);
+	int ws, err = outfile_mkdir(r->dir);
 
 	if (err)
-		return cli_error(CLI_EXIT_FAIL, r->dir, "cannot create the run's directory (%s); give "
-				 "a writable -o DIR", strerror(-err));
+		return cli_out_error(r->dir, err);
+	if ((err = sweep_outputs_begin(r, &out)))
+		return err;
 	argv = sweep_record_argv(s, o, r, lbuf, mbuf);
-	if (!argv)
+	if (!argv) {
+		sweep_outputs_abort(&out);
 		return cli_error(CLI_EXIT_FAIL, "sweep", "out of memory; retry");
+	}
 	fflush(NULL);
 	t0 = sweep_now();
 	pid = fork();
 	if (pid == 0)
-		sweep_exec_record(r, in, argv);
+		sweep_exec_record(in, &out, argv);
 	free(argv);
-	if (pid < 0)
+	if (pid < 0) {
+		sweep_outputs_abort(&out);
 		return cli_error(CLI_EXIT_NOTRACE, "sweep", "cannot start fltrace record (fork: %s); "
 				 "free some memory or processes and retry", strerror(errno));
+	}
 	sweep_child = pid;
 	while (waitpid(pid, &ws, 0) < 0)
-		if (errno != EINTR)
+		if (errno != EINTR) {
+			err = errno;
+			sweep_outputs_abort(&out);
 			return cli_error(CLI_EXIT_NOTRACE, "sweep", "cannot wait for fltrace record (%s); "
-					 "this should not happen, please report it", strerror(errno));
+					 "this should not happen, please report it", strerror(err));
+		}
 	sweep_child = 0;
 	r->wall_s = sweep_now() - t0;
 	r->status = WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws);
+	if ((err = sweep_outputs_commit(&out)))
+		return err;
 	runstats_read_dir(&r->st, r->dir);
 	r->done = r->st.files > 0;
 	return 0;
@@ -657,9 +699,14 @@ static int sweep_prepare(struct sweep *s, struct sweep_opts *o)
 				 "sizes up to -M, or raise -M", (unsigned long long)(o->maxmem >> 20));
 	s->maxmem = o->maxmem;
 	s->auto_sizes = !o->nsizes;
-	if ((err = cli_mkdir_p(s->outdir)))
+	/* A directory the user named is followed if it is a link; the default one is fltrace's own. */
+	if (!strcmp(s->outdir, SWEEP_DEFAULT_DIR)) {
+		if ((err = outfile_mkdir(s->outdir)))
+			return cli_out_error(s->outdir, err);
+	} else if ((err = cli_mkdir_p(s->outdir))) {
 		return cli_error(CLI_EXIT_FAIL, s->outdir, "cannot create the output directory (%s); "
 				 "give a writable directory with -o DIR", strerror(-err));
+	}
 	return 0;
 }
 

@@ -204,25 +204,25 @@ static void vis_note(const char *path, const char *warning)
 	cli_note("%s: %s", path, warning);
 }
 
-/* One picture of a writer row into path; one message on failure (and no partial file). */
+/* One picture of a writer row into path; one message on failure (and no file under the name). */
 static int vis_draw(const char *path, int (*draw)(FILE *, const struct picture_view *),
 		    const struct picture_view *v)
 {
-	FILE *f = fopen(path, "w");
+	struct cli_out out;
+	FILE *f = cli_out_open(&out, path);
 	if (!f)
-		return cli_error(-errno, "visualize", "cannot write %s: %s; check that -o names a "
-				 "writable directory", path, strerror(errno));
+		return CLI_EXIT_FAIL;
 	v->err[0] = 0;
 	int rc = draw(f, v);
-	if (fclose(f) && !rc)
-		rc = -EIO;
 	if (rc) {
-		unlink(path);
+		cli_out_abort(&out);
 		if (v->err[0])
 			return cli_error(CLI_EXIT_FAIL, "visualize", "%s", v->err);
 		return cli_error(rc, "visualize", "writing %s failed: %s; free some space or write "
 				 "elsewhere with -o", path, strerror(-rc));
 	}
+	if (cli_out_close(&out))
+		return CLI_EXIT_FAIL;
 	printf("%s\n", path);
 	return 0;
 }

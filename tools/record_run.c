@@ -19,23 +19,6 @@
 #define RUN_DATA_PREFIX "fltrace-data-"
 #define RUN_MB (1024.0 * 1024.0)
 
-/* access(W_OK) says yes to root on a read-only file system or in /proc: create a file instead. */
-static int run_probe_writable(const char *dir)
-{
-	char probe[PATH_MAX];
-	int fd;
-
-	if (snprintf(probe, sizeof(probe), "%s/.fltrace-probe-%d", dir, (int)getpid()) >=
-	    (int)sizeof(probe))
-		return -ENAMETOOLONG;
-	fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	unlink(probe);
-	return 0;
-}
-
 int record_prepare_outdir(struct record_opts *o)
 {
 	const char *dir = o->outdir_arg;
@@ -49,7 +32,7 @@ int record_prepare_outdir(struct record_opts *o)
 	if (err)
 		return cli_error(CLI_EXIT_NOTRACE, dir, "cannot use it as the output directory (%s); "
 				 "give a writable directory with -o DIR", strerror(-err));
-	err = run_probe_writable(dir);
+	err = outfile_try_dir(dir);
 	if (err)
 		return cli_error(CLI_EXIT_NOTRACE, dir, "cannot write in the output directory (%s); "
 				 "give a writable directory with -o DIR", strerror(-err));
@@ -64,13 +47,15 @@ static bool run_has_prefix(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
-static bool run_is_regular(int dfd, const struct dirent *de)
+/* A file of an earlier recording, to remove: 0; a link or someone else's file under one of our
+ * names (-OUTFILE_E*) is left for the user to look at; a directory is skipped (1). */
+static int run_earlier_file(const char *path)
 {
 	struct stat st;
 
-	if (de->d_type != DT_UNKNOWN)
-		return de->d_type == DT_REG;
-	return fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return 1;
+	return outfile_check(path);
 }
 
 int record_clean_outdir(const struct record_opts *o)
@@ -84,9 +69,17 @@ int record_clean_outdir(const struct record_opts *o)
 		return cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot list the output directory (%s); "
 				 "give another one with -o DIR", strerror(errno));
 	while (!err && (de = readdir(d))) {
-		if (!run_has_prefix(de->d_name, RUN_DATA_PREFIX) || !run_is_regular(dirfd(d), de))
+		if (!run_has_prefix(de->d_name, RUN_DATA_PREFIX))
 			continue;
-		if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+		char path[PATH_MAX + 256];
+		snprintf(path, sizeof(path), "%s/%s", o->outdir, de->d_name);
+		int why = run_earlier_file(path);
+		if (why > 0)
+			continue;
+		if (why < 0)
+			err = cli_error(CLI_EXIT_NOTRACE, path, "%s; remove it (someone else may have put "
+					"it there) or give another -o DIR", outfile_strerror(why));
+		else if (unlinkat(dirfd(d), de->d_name, 0) == 0)
 			removed++;
 		else
 			err = cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot remove %s of an earlier "

@@ -13,17 +13,18 @@ static int sweep_write_file(const struct sweep *s, const struct report_writer *w
 			    const struct sweep_view *v)
 {
 	char path[PATH_MAX + 32];
+	struct cli_out out;
 	snprintf(path, sizeof(path), "%s/%s", s->outdir, w->file);
-	FILE *f = fopen(path, "w");
+	FILE *f = cli_out_open(&out, path);
 	if (!f)
-		return cli_error(CLI_EXIT_FAIL, path, "cannot write it (%s); give a writable -o DIR",
-				 strerror(errno));
+		return CLI_EXIT_FAIL;
 	int rc = w->write_sweep(f, v);
-	int bad = ferror(f);
-	if (fclose(f) || bad || rc)
+	if (rc) {
+		cli_out_abort(&out);
 		return cli_error(CLI_EXIT_FAIL, path, "writing failed (%s); free some space or give "
-				 "another -o DIR", strerror(rc ? -rc : EIO));
-	return 0;
+				 "another -o DIR", strerror(-rc));
+	}
+	return cli_out_close(&out);
 }
 
 int sweep_report(struct sweep *s)

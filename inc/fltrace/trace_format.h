@@ -6,11 +6,15 @@
 #include <stdint.h>
 
 /* File: fltrace-data-trace-<pid>-<gen>.bin, where <gen> counts exec()s of the same pid (0 first).
- * Layout: struct ft_file_header, its variable tail (strings), then records until a header whose
- * size is 0 (unwritten space: the file is grown ahead and truncated at exit; after SIGKILL the
- * zero tail remains and marks the end). */
+ * Layout: struct ft_file_header (version 2: struct ft_file_header2), its variable tail (strings),
+ * then records until a header whose size is 0 (unwritten space: the file is grown ahead and
+ * truncated at exit; after SIGKILL the zero tail remains and marks the end).
+ * Version 2 adds checksums, so that a reader tells damaged bytes from a trace that merely ends
+ * early: the header's (struct ft_file_header2) and every record's (struct ft_rec_check, at its
+ * end). Readers accept versions FT_VERSION_MIN to FT_VERSION. */
 #define FT_MAGIC "FLTRACE\0"
-#define FT_VERSION 1
+#define FT_VERSION 2
+#define FT_VERSION_MIN 1
 #define FT_ALIGN 8u
 
 /* Fault flags: bits 0, 1 and 5 keep the meaning of the earlier tool's `flags` column. */
@@ -55,7 +59,16 @@ enum ft_rec_type {
 struct ft_rec_hdr {
 	uint16_t type;  /* enum ft_rec_type */
 	uint16_t flags; /* per type; 0 */
-	uint32_t size;  /* whole record in bytes, header included, multiple of FT_ALIGN */
+	uint32_t size;  /* whole record in bytes, header (and version 2's check) included, multiple of FT_ALIGN */
+};
+
+/* Version 2: the last 8 bytes of every record (counted in hdr.size, after the body and its
+ * padding). crc is the CRC-32C (inc/fltrace/crc32c.h) of the record's bytes before it, the header
+ * as committed included; the writer stores it before the header, so a record whose header is
+ * there is whole. The body's structs are those of version 1: the check is past their end. */
+struct ft_rec_check {
+	uint32_t crc;
+	uint32_t zero;
 };
 
 struct ft_file_header {
@@ -74,6 +87,26 @@ struct ft_file_header {
 	uint32_t stack_depth;  /* most frames recorded per stack */
 	/* Tail: exe path\0 argv[0]\0 ... argv[nr_args-1]\0, padded with zeros to header_size. */
 };
+
+/* Version 2's header: version 1's, two fields, then the tail. */
+struct ft_file_header2 {
+	struct ft_file_header h;
+	uint64_t data_end;    /* where the records end, written when the recorder closed the file
+	                         (0 while it records, and after SIGKILL) */
+	uint32_t header_crc;  /* CRC-32C of the header_size bytes, data_end and header_crc taken as 0 */
+	uint32_t zero;
+};
+
+/* Bytes of the fixed header (where the tail starts) and of a record's check, by version. */
+static inline uint32_t ft_header_fixed_size(uint32_t version)
+{
+	return version >= 2 ? sizeof(struct ft_file_header2) : sizeof(struct ft_file_header);
+}
+
+static inline uint32_t ft_check_size(uint32_t version)
+{
+	return version >= 2 ? sizeof(struct ft_rec_check) : 0;
+}
 
 struct ft_stack {
 	struct ft_rec_hdr hdr;

@@ -314,7 +314,8 @@ void allocsites_trace_done(struct allocsites *a)
 {
 	tdestroy(a->live, live_free);
 	a->live = NULL;
-	memset(a->stacks, 0, a->cap_stack * sizeof(*a->stacks));
+	if (a->stacks) /* none yet in a trace without stacks: memset(NULL, 0, 0) is undefined */
+		memset(a->stacks, 0, a->cap_stack * sizeof(*a->stacks));
 	free(a->hits);
 	a->hits = NULL;
 	a->nhits = a->caphits = 0;

@@ -11,9 +11,11 @@
 #include "fltrace/trace_format.h"
 
 /* ---------------------------------------------------------------- trace reader (trace_reader.c)
- * One .bin file, mapped read-only. Records are handed out as pointers into the mapping, valid
- * until trace_close(). A zero header or the end of file ends the data; a corrupt record ends it
- * with a warning (trace->warning) and what came before stays usable. */
+ * One .bin file, mapped read-only, of format version 1 or 2 (trace_format.h). Records are handed
+ * out as pointers into the mapping, valid until trace_close(), each checked first (version 2: its
+ * checksum) so that no damaged record is ever handed out. A zero header or the end of file ends
+ * the data; a truncated tail ends it with a warning (trace->warning), a damaged record with a
+ * warning and trace->damaged; what came before stays usable either way. */
 struct trace {
 	char *path;
 	const struct ft_file_header *hdr;
@@ -23,7 +25,12 @@ struct trace {
 	const uint8_t *base;      /* the mapping */
 	size_t size;
 	size_t pos;               /* offset of the next record */
-	char warning[256];        /* set when the data ended badly; "" otherwise */
+	uint32_t fixed, check;    /* bytes of the fixed header, of a record's check (by version) */
+	uint64_t nrec;            /* records handed out */
+	uint64_t nstacks, nregions; /* ... of them stack and region records */
+	bool ended;               /* no more records (the warning says why if it was early) */
+	bool damaged;             /* the data ended at a damaged record (named in warning) */
+	char warning[320];        /* set when the data ended badly; "" otherwise */
 };
 
 /* Open and validate (magic, version, header size). On error returns -errno/-EINVAL with a
@@ -206,7 +213,8 @@ struct an_process {
 	struct maps_history *maps;
 	struct agg_table *rows;   /* by stack, unsymbolized until agg_symbolize */
 	uint64_t faults_seen, faults_kept;
-	char warning[256];
+	char warning[320];        /* the trace's, if its data ended early */
+	bool damaged;             /* ... at a damaged record */
 };
 /* fault_cb, if set, is called for every kept fault (the --raw and --files writers use it). */
 typedef int (*an_fault_cb)(void *arg, const struct trace *t, const struct ft_fault *f,

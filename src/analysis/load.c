@@ -103,6 +103,7 @@ int an_process_load(const char *path, const struct agg_filter *f, an_fault_cb cb
 		snprintf(err, errlen, "out of memory");
 	if (t->warning[0])
 		snprintf(p->warning, sizeof(p->warning), "%s", t->warning);
+	p->damaged = t->damaged;
 out:
 	free(stacks);
 	free(regions);

@@ -1,5 +1,6 @@
 /* Trace reader: opens fltrace-data-trace-<pid>-<gen>.bin files, validates their header and hands
- * out records; a truncated or corrupt tail ends the data with a warning, never a crash. */
+ * out records, each checked (version 2's checksums) before it is handed out; a truncated tail
+ * ends the data with a warning, a damaged record ends it with a warning that says so (damaged). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +11,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fltrace/crc32c.h>
+
 #include "analysis.h"
+
+/* Version 2: the header's checksum, with data_end and header_crc taken as 0 (see trace_format.h). */
+static bool trace_header_intact(const struct trace *t)
+{
+	struct ft_file_header2 h;
+
+	memcpy(&h, t->base, sizeof(h));
+	h.data_end = 0;
+	h.header_crc = 0;
+	uint32_t crc = crc32c(0, &h, sizeof(h));
+	crc = crc32c(crc, t->base + sizeof(h), t->hdr->header_size - sizeof(h));
+	return crc == ((const struct ft_file_header2 *)t->base)->header_crc;
+}
 
 int trace_open(const char *path, struct trace **out, char *err, size_t errlen)
 {
@@ -60,24 +76,33 @@ int trace_open(const char *path, struct trace **out, char *err, size_t errlen)
 			 "'fltrace record' can be reported", path);
 		goto out;
 	}
-	if (t->hdr->version != FT_VERSION) {
+	if (t->hdr->version < FT_VERSION_MIN || t->hdr->version > FT_VERSION) {
 		ret = -EPROTO;
-		snprintf(err, errlen, "%s: trace format version %u, this fltrace reads version %u; "
-			 "use the fltrace that recorded it", path, t->hdr->version, FT_VERSION);
+		snprintf(err, errlen, "%s: trace format version %u, this fltrace reads versions %u to %u; "
+			 "use the fltrace that recorded it", path, t->hdr->version, FT_VERSION_MIN,
+			 FT_VERSION);
 		goto out;
 	}
-	if (t->hdr->header_size < sizeof(struct ft_file_header) ||
+	t->fixed = ft_header_fixed_size(t->hdr->version);
+	t->check = ft_check_size(t->hdr->version);
+	if (t->size < t->fixed || t->hdr->header_size < t->fixed ||
 	    t->hdr->header_size % FT_ALIGN || t->hdr->header_size > t->size) {
 		ret = -EINVAL;
 		snprintf(err, errlen, "%s: corrupt header (header_size %u); record again", path,
 			 t->hdr->header_size);
 		goto out;
 	}
+	if (t->check && !trace_header_intact(t)) {
+		ret = -EBADMSG;
+		snprintf(err, errlen, "%s: the header is damaged (its checksum does not match), so "
+			 "nothing in this trace can be trusted; record again", path);
+		goto out;
+	}
 	t->pid = t->hdr->pid;
 	t->gen = t->hdr->exec_gen;
 	/* The tail: exe, then argv strings; each must end inside the header. */
 	{
-		const char *p = (const char *)t->base + sizeof(struct ft_file_header);
+		const char *p = (const char *)t->base + t->fixed;
 		const char *end = (const char *)t->base + t->hdr->header_size;
 		uint32_t i, n = t->hdr->nr_args;
 
@@ -112,6 +137,9 @@ out:
 void trace_rewind(struct trace *t)
 {
 	t->pos = t->hdr->header_size;
+	t->nrec = t->nstacks = t->nregions = 0;
+	t->ended = false;
+	t->damaged = false;
 	t->warning[0] = 0;
 }
 
@@ -119,7 +147,37 @@ static const struct ft_rec_hdr *trace_stop(struct trace *t, const char *why)
 {
 	snprintf(t->warning, sizeof(t->warning), "%s at byte %zu; reporting what came before", why,
 		 t->pos);
-	t->pos = t->size;
+	t->ended = true;
+	return NULL;
+}
+
+/* The records ended where there is no more (t->pos): version 2 knows whether its recorder wrote
+ * more, when it closed the trace. Neither case is damage that a checksum could show. */
+static const struct ft_rec_hdr *trace_end(struct trace *t)
+{
+	uint64_t end = t->check ? ((const struct ft_file_header2 *)t->base)->data_end : 0;
+
+	t->ended = true;
+	if (end > t->size)
+		snprintf(t->warning, sizeof(t->warning), "the file has %zu bytes, %llu fewer than its "
+			 "recorder wrote (a copy cut short?); reporting what is there", t->size,
+			 (unsigned long long)(end - t->size));
+	else if (end > t->pos)
+		snprintf(t->warning, sizeof(t->warning), "the records end at byte %zu, before byte %llu "
+			 "where the recorder closed the trace: a record there was never finished (the "
+			 "trace filled up, or a thread stopped while writing it) or those bytes were "
+			 "zeroed; reporting what came before", t->pos, (unsigned long long)end);
+	return NULL;
+}
+
+/* Bytes that are there but wrong: the data ends at the record before them, and says so. */
+static const struct ft_rec_hdr *trace_damaged(struct trace *t, const char *why)
+{
+	snprintf(t->warning, sizeof(t->warning), "record %llu (at byte %zu) is damaged: %s; what came "
+		 "before it is read, nothing after it (record again for all of it)",
+		 (unsigned long long)t->nrec + 1, t->pos, why);
+	t->damaged = true;
+	t->ended = true;
 	return NULL;
 }
 
@@ -138,60 +196,104 @@ static size_t trace_min_size(unsigned type)
 	}
 }
 
-const struct ft_rec_hdr *trace_next(struct trace *t)
+/* Variable parts must fit in the record's body (body bytes: its size less the check). */
+static const char *trace_body_fits(const struct ft_rec_hdr *h, size_t body)
 {
-	const struct ft_rec_hdr *h;
-	size_t min;
-
-	if (t->pos >= t->size)
-		return NULL;
-	if (t->size - t->pos < sizeof(*h))
-		return trace_stop(t, "file ends inside a record header (truncated)");
-	h = (const struct ft_rec_hdr *)(t->base + t->pos);
-	if (h->size == 0) {
-		/* Unwritten space: the normal end of a killed or preallocated trace. */
-		t->pos = t->size;
-		return NULL;
-	}
-	if (h->size % FT_ALIGN)
-		return trace_stop(t, "corrupt record (size not a multiple of 8)");
-	if (h->size > t->size - t->pos)
-		return trace_stop(t, "file ends inside a record (truncated)");
-	min = trace_min_size(h->type);
-	if (!min)
-		return trace_stop(t, "corrupt record (unknown type)");
-	if (h->size < min)
-		return trace_stop(t, "corrupt record (shorter than its type)");
-	/* Variable parts must fit in the record. */
 	switch (h->type) {
 	case FT_REC_STACK: {
 		const struct ft_stack *s = (const void *)h;
-		if (s->depth > (h->size - sizeof(*s)) / 8)
-			return trace_stop(t, "corrupt stack record (depth beyond its size)");
+		if (s->depth > (body - sizeof(*s)) / 8)
+			return "a stack record's depth is beyond its size";
 		break;
 	}
 	case FT_REC_MAPS: {
 		const struct ft_maps *m = (const void *)h;
-		if (m->len > h->size - sizeof(*m))
-			return trace_stop(t, "corrupt maps record (length beyond its size)");
+		if (m->len > body - sizeof(*m))
+			return "a maps record's length is beyond its size";
 		break;
 	}
 	case FT_REC_OBJECT: {
 		const struct ft_object *o = (const void *)h;
-		if (o->path_len == 0 || o->path_len > h->size - sizeof(*o) ||
+		if (o->path_len == 0 || o->path_len > body - sizeof(*o) ||
 		    o->path[o->path_len - 1] != 0 || o->build_id_len > sizeof(o->build_id))
-			return trace_stop(t, "corrupt object record");
+			return "an object record's path or build-id is beyond its size";
 		break;
 	}
 	case FT_REC_REGION: {
 		const struct ft_region *r = (const void *)h;
-		if (r->path_len == 0 || r->path_len > h->size - sizeof(*r) ||
+		if (r->path_len == 0 || r->path_len > body - sizeof(*r) ||
 		    r->path[r->path_len - 1] != 0)
-			return trace_stop(t, "corrupt region record");
+			return "a region record's path is beyond its size";
 		break;
 	}
 	}
+	return NULL;
+}
+
+/* Stack and region ids are dense from 0 in each file (the writer numbers them as it writes them),
+ * and readers index tables by them: an id far beyond the records of its kind read so far can only
+ * be damage (a version 1 trace has no checksum to say so), and would make such a table huge. */
+#define TRACE_ID_SLACK 65536u
+static const char *trace_id_fits(struct trace *t, const struct ft_rec_hdr *h)
+{
+	if (h->type == FT_REC_STACK) {
+		if (((const struct ft_stack *)h)->id >= t->nstacks + TRACE_ID_SLACK)
+			return "its stack id is far beyond the stacks before it";
+		t->nstacks++;
+	} else if (h->type == FT_REC_REGION) {
+		if (((const struct ft_region *)h)->id >= t->nregions + TRACE_ID_SLACK)
+			return "its region id is far beyond the regions before it";
+		t->nregions++;
+	}
+	return NULL;
+}
+
+/* Where the records end: the recorder's word for it (version 2, closed cleanly), else the file's. */
+static size_t trace_data_end(const struct trace *t)
+{
+	uint64_t end = t->check ? ((const struct ft_file_header2 *)t->base)->data_end : 0;
+	return end && end < t->size ? (size_t)end : t->size;
+}
+
+const struct ft_rec_hdr *trace_next(struct trace *t)
+{
+	const struct ft_rec_hdr *h;
+	size_t min, end = trace_data_end(t);
+	const char *why;
+
+	if (t->ended)
+		return NULL;
+	if (t->pos >= end)
+		return trace_end(t);
+	if (end - t->pos < sizeof(*h))
+		return trace_stop(t, "file ends inside a record header (truncated)");
+	h = (const struct ft_rec_hdr *)(t->base + t->pos);
+	if (h->size == 0) /* unwritten space: the normal end of a killed or preallocated trace */
+		return trace_end(t);
+	if (h->size % FT_ALIGN)
+		return trace_damaged(t, "its size is not a multiple of 8");
+	if (h->size > end - t->pos) {
+		/* The recorder never writes past the end it grew the file to: past the end it said it
+		 * wrote, this is damage; past the file's end, a copy cut short. */
+		if (end < t->size)
+			return trace_damaged(t, "its size goes past the end of the trace");
+		return trace_stop(t, "file ends inside a record (truncated)");
+	}
+	if (t->check) {
+		const struct ft_rec_check *c = (const void *)(t->base + t->pos + h->size - t->check);
+		if (h->size < sizeof(*h) + t->check ||
+		    crc32c(0, h, h->size - t->check) != c->crc)
+			return trace_damaged(t, "its checksum does not match");
+	}
+	min = trace_min_size(h->type);
+	if (!min)
+		return trace_damaged(t, "its type is unknown");
+	if (h->size - t->check < min)
+		return trace_damaged(t, "it is shorter than its type");
+	if ((why = trace_body_fits(h, h->size - t->check)) || (why = trace_id_fits(t, h)))
+		return trace_damaged(t, why);
 	t->pos += h->size;
+	t->nrec++;
 	return h;
 }
 

@@ -43,6 +43,7 @@ struct handler_ctx *handler_ctx_new(void);  /* a handler thread's own state */
 void handler_message(struct handler_ctx *ctx, const struct uffd_msg *m, int fd);
 void handler_tend(struct handler_ctx *ctx); /* faults a fork kept, signals not yet answered */
 bool handler_ctx_waiting(const struct handler_ctx *ctx); /* it has such follow-ups */
+bool handler_keeps_faults(void); /* some handler holds a fault it read and has not served */
 /* The CPU the thread of this handler's last fault took its stack signal on (-1: unknown). */
 int handler_peer_cpu(void);
 /* pollers.c: a poller about to work long under rt.lock leaves SCHED_IDLE until it polls again. */

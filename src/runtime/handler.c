@@ -13,6 +13,7 @@
 #include "fault.h"
 #include "uffd.h"
 #include "evict.h"
+#include "region.h"
 #include "threads.h"
 #include "handler.h"
 
@@ -116,8 +117,18 @@ static void handler_defer_note(struct handler_ctx *ctx, const struct rt_thread *
 		d->s = *s;
 }
 
+/* Messages kept by every handler: faults read and not yet served (the watchdog counts them as
+ * waiting, as it does those still in the userfaultfd). */
+static _Atomic unsigned handler_kept;
+
+bool handler_keeps_faults(void)
+{
+	return atomic_load_explicit(&handler_kept, memory_order_relaxed) != 0;
+}
+
 static void handler_defer_msg(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, uint64_t since)
 {
+	atomic_fetch_add_explicit(&handler_kept, 1, memory_order_relaxed);
 	ctx->deferred = handler_list_room(ctx->deferred, ctx->ndeferred, &ctx->deferred_cap, sizeof(*ctx->deferred));
 	ctx->deferred[ctx->ndeferred++] = (struct deferred_msg){ .m = *m, .fd = fd, .since = since };
 }
@@ -176,12 +187,32 @@ static bool handler_lock(void)
 }
 
 /* Returns false if the fault must wait for a fork to end (handler_lock). */
-static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, bool holder)
+/* A fault kept while its thread's request was open (handler_request_open): if its page is in place
+ * now, it was that request's own fault read late, or one the thread left when it was woken early,
+ * and it only needs its thread woken (a duplicate). Read as a new fault, the thread found running
+ * would count as restless, and a few such in a row cost the next 256 faults their stacks. */
+static bool handler_late_duplicate(uintptr_t addr, int fd)
+{
+	if (!handler_lock())
+		return false;
+	uint32_t *pg = region_page(addr);
+	bool dup = pg && pg_state(*pg) == PAGE_PRESENT;
+	rt_unlock();
+	if (dup) {
+		atomic_fetch_add(&rt.stats.faults_dup, 1);
+		serve_wake_page(fd, addr);
+	}
+	return dup;
+}
+
+static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, bool holder, bool kept)
 {
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	uint64_t arrival = rt_now_ns();
 	tls_peer_cpu = -1; /* known again only if this fault's thread is signalled */
+	if (kept && handler_late_duplicate(addr, fd))
+		return true;
 	if (evict_has_probation()) {
 		if (!handler_lock())
 			return false;
@@ -225,6 +256,15 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		t->blocks_signal = thread_blocks_signal(tid);
 		signal = !t->blocks_signal;
 	}
+	/* The thread's slot is this handler's until the fault is done: two handlers reading two
+	 * faults of one thread at once (the thread left the first early and faulted again) both
+	 * signalled it, and the one that found the page in place told it to record nothing. The
+	 * other fault waits (handler_request_open). */
+	if (signal) {
+		int idle = REQ_IDLE;
+		if (!atomic_compare_exchange_strong(&t->state, &idle, REQ_CLAIMED))
+			return false;
+	}
 	/* In a system call, or blocking the signal: the stack is unwound from here, the thread kept
 	 * asleep meanwhile (it must not run on and change what is being read). */
 	bool unwind = record && !busy && !signal && s.nr >= -1 && !slot_has_call_stack(t, s.nr);
@@ -245,8 +285,10 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	enum serve_signal how = !signal ? SERVE_SIGNAL_NONE :
 				atomic_load(&rt.program_catches) ? SERVE_SIGNAL_EARLY : SERVE_SIGNAL_LATE;
 	if (how == SERVE_SIGNAL_EARLY && !signal_early_post(t, tid))
-		how = SERVE_SIGNAL_NONE;
+		how = SERVE_SIGNAL_NONE; /* the slot is back to IDLE */
 	if (!handler_lock()) {
+		if (how == SERVE_SIGNAL_LATE)
+			atomic_store(&t->state, REQ_IDLE); /* the fault waits for the fork, unclaimed */
 		if (how != SERVE_SIGNAL_EARLY)
 			return false;
 		/* A fork holds the lock: the signalled thread records nothing, faults again, and that
@@ -254,8 +296,19 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		signal_early_cancel(t);
 		return true;
 	}
+	/* Another handler owns this thread's fault on this page (it sent the stack signal, and serves
+	 * the page for the thread waiting in its handler): this message is one the thread left,
+	 * read late. Served here, it would leave that handler a page already in place, and the fault
+	 * without its record. */
+	if (t && req != t && atomic_load(&t->state) != REQ_IDLE && t->addr == addr && atomic_load(&t->served) == 0) {
+		rt_unlock();
+		atomic_fetch_add(&rt.stats.faults_dup, 1);
+		return true;
+	}
 	bool late = false;
 	bool served = fault_serve(req, addr, tid, how, &late);
+	if (how == SERVE_SIGNAL_LATE && !late)
+		atomic_store(&t->state, REQ_IDLE); /* claimed, but nothing was signalled */
 	rt_unlock();
 	serve_wakes_flush();
 	if (!served)
@@ -282,16 +335,31 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 /* One fault message, timed whole. A fault of the thread that holds rt.lock across a fork is served
  * under its hold, until its thread is woken; another thread's, while a fork holds the lock, is kept
  * for later (its thread sleeps on). */
-/* A fault of a thread whose previous fault's stack signal is sent but not yet taken waits (up to
- * REQUEST_WAIT_NS) for it to be taken: the thread left that fault early (a signal of the program's
- * woke it, and its handler faulted) and will take the stack signal, in its own handler, before it
- * can run on; served now, this fault would find the request open and go without a stack. Several
- * handlers at once (pollers) meet this; one handler reading faults in order never did. */
+/* A fault of a thread whose request is still open waits for it to close (up to REQUEST_WAIT_NS),
+ * where several handlers read faults at once (pollers): one reading them in order never met this.
+ * - The same page: the thread left its fault early (a signal of the program's woke it), touched
+ *   the page again and faulted again before the first was served. Served now, on its own, it went
+ *   as fltrace's fault (the thread was in the stack handler of the first) while the first found
+ *   its page present: a fault lost (sigalarm: 92 of 20,000). Once the first is done it is a
+ *   duplicate.
+ * - Another page, the stack signal of the first sent but not yet taken: the thread was woken early
+ *   and its program's handler faulted; it will take the stack signal before it can run on. Served
+ *   now, this fault would find the request open and go without a stack. */
 #define REQUEST_WAIT_NS (20 * 1000 * 1000ull)
-static bool handler_request_open(int tid, uint64_t since, uint64_t now)
+static bool handler_request_open(int tid, uintptr_t page, uint64_t since, uint64_t now)
 {
 	struct rt_thread *t = tid ? threads_find(tid) : NULL;
-	return t && !atomic_load(&t->busy) && atomic_load(&t->state) == REQ_PENDING && now - since < REQUEST_WAIT_NS;
+	int state = t ? atomic_load(&t->state) : REQ_IDLE;
+	if (state == REQ_IDLE)
+		return false;
+	/* The same page waits however long while it is on its way: the handler of the first fault
+	 * serves it (the thread waits in the stack handler for it), and a busy machine may delay it
+	 * any time. Once served it may have been evicted again before the stack handler read it
+	 * (libunwind reads the code at a faulting pc): that fault is fltrace's own, served now, or
+	 * the thread would wait in its handler for ever (python's exit at -L 2, 1 run in 3). */
+	if (t->addr == page && atomic_load(&t->served) == 0)
+		return true;
+	return state != REQ_TAKEN && !atomic_load(&t->busy) && now - since < REQUEST_WAIT_NS;
 }
 
 static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, uint64_t since)
@@ -301,10 +369,11 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int
 	bool holder = tid && atomic_load(&rt.fork_holder) == tid;
 	/* Another handler may act under the holder's hold right now: this fault then waits too. */
 	bool done = false;
-	if (!holder && handler_request_open(tid, since ? since : t0, t0))
+	uintptr_t page = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
+	if (!holder && handler_request_open(tid, page, since ? since : t0, t0))
 		done = false;
 	else if (!holder || rt_lock_borrow()) {
-		done = handler_fault_serve(ctx, m, fd, holder);
+		done = handler_fault_serve(ctx, m, fd, holder, since != 0);
 		if (holder)
 			rt_lock_return();
 	}
@@ -338,10 +407,13 @@ static void handler_retry_deferred(struct handler_ctx *ctx)
 		handler_finish_notes(ctx);
 	unsigned n = ctx->ndeferred;
 	ctx->ndeferred = 0;
+	atomic_fetch_sub_explicit(&handler_kept, n, memory_order_relaxed);
 	for (unsigned i = 0; i < n; i++) {
 		struct deferred_msg d = ctx->deferred[i];
-		if (holder && (int)d.m.arg.pagefault.feat.ptid != holder)
+		if (holder && (int)d.m.arg.pagefault.feat.ptid != holder) {
 			ctx->deferred[ctx->ndeferred++] = d;
+			atomic_fetch_add_explicit(&handler_kept, 1, memory_order_relaxed);
+		}
 		else
 			handler_fault(ctx, &d.m, d.fd, d.since);
 	}

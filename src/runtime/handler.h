@@ -11,8 +11,8 @@ void handler_before_exit(void); /* pollers at SCHED_OTHER, to end at once with t
 void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
 void handler_open_procfile(int tid); /* before the program may drop root: see handler.c */
-void handler_watchdog(void);
+void handler_watchdog(void); /* once a second: a stuck handler stops the program */
 int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kind, uint32_t *region);
-bool handler_is_current_thread(void);     /* once a second: a stuck handler stops the program */
+bool handler_is_current_thread(void);
 
 #endif

@@ -137,16 +137,21 @@ static int object_record(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-static void maps_open_text(void)
+/* The text history, fltrace-data-procmaps-<pid>.out: appended to by every program image of the
+ * process (exec keeps the pid), so one that is there already is opened if it is ours. */
+int maps_open(char *path, size_t cap)
 {
-	char path[PATH_MAX + 64];
 	struct fmt f;
-	fmt_init(&f, path, sizeof(path));
+	fmt_init(&f, path, cap);
 	fmt_str(&f, rt.cfg.outdir);
 	fmt_str(&f, "/fltrace-data-procmaps-");
 	fmt_u64(&f, (uint64_t)rt.pid);
 	fmt_str(&f, ".out");
-	mh.procmaps_fd = rt_fd_open(path, O_WRONLY | O_CREAT | O_APPEND, 0600, NULL);
+	int fd = rt_fd_open(path, O_WRONLY | O_CREAT | O_APPEND, 0600, NULL);
+	if (fd < 0)
+		return fd;
+	mh.procmaps_fd = fd;
+	return 0;
 }
 
 /* One snapshot at a time; a fork waits for the one under way (maps_fork_prepare). */
@@ -164,7 +169,6 @@ void maps_snapshot(void)
 	if (!mh.buf) {
 		mh.buf = rt_map(MAPS_MAX);
 		mh.seen = rt_map(SEEN_MAX * sizeof(uint64_t));
-		maps_open_text();
 	}
 	size_t len = maps_read();
 	uint64_t h = hash_bytes(mh.buf, len, 0);

@@ -4,6 +4,7 @@
 
 #include "rt.h"
 
+int maps_open(char *path, size_t cap); /* the text history file; 0 or -errno (path: its name) */
 void maps_snapshot(void);        /* if /proc/self/maps changed: record it */
 void maps_fork_prepare(void);    /* no snapshot under way across a fork (until maps_fork_parent) */
 void maps_fork_parent(void);

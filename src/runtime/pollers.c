@@ -1,22 +1,21 @@
 /* The handler threads: how many, where they run and how they wait for faults (--poll), the
  * per-CPU pollers and their routing, the backstop that serves when no poller can, and the watchdog.
  *
- * --poll percpu (the default): a poller per CPU the process may use, pinned there at SCHED_IDLE.
- * SCHED_IDLE runs a thread only when nothing else wants that CPU, which is exactly when a program
- * thread there has just gone to sleep in a fault: the poller is on the CPU already, without a
- * wake-up, and the thread it serves wakes on that CPU again. Between vCPUs a wake-up costs tens of
- * µs here, on one a few (kernel-facts). Pollers read the userfaultfd without blocking; a fault read
- * by a poller of another CPU is routed to the poller of the CPU its thread last took a stack signal
- * on (rt_thread.cpu), through a small table of slots per poller, and any poller takes a routed
- * fault that waited longer than STEAL_NS (that CPU is busy with another thread). Pollers sleep in
- * poll() once no fault came for FLTRACE_SPIN_US (100 µs): a fault then wakes them all, and the
- * poller of the faulting CPU, woken on that CPU, is as quick as one that polled. A SCHED_IDLE thread starves on a CPU that is always busy:
- * the backstop (a normal thread, -C of them) checks every BACKSTOP_TICK_NS, serves while faults
- * wait and no poller takes them, and gives a poller stuck in the middle of a fault (preempted
- * there, holding a lock or a message) normal priority until it is done. Nothing that wakes the
- * faulting thread is done under rt.lock (serve.c), so the common preemption, by the thread just
- * served, never leaves a poller holding the lock.
- * --poll adaptive|block|spin: -C handler threads, each reading every fault (the earlier design). */
+ * --poll percpu (the default): a poller per CPU the process may use, pinned there. While faults
+ * come it polls the userfaultfd at SCHED_IDLE, which runs a thread only when nothing else wants its
+ * CPU: exactly when a program thread there has just gone to sleep in a fault. The poller is on the
+ * CPU already, and the thread it serves wakes there again; between vCPUs a wake-up costs tens of µs
+ * or more here, on one a few (kernel-facts). A fault read by the poller of another CPU is routed to
+ * the poller of the CPU its thread last took a stack signal on (rt_thread.cpu), through a table of
+ * slots per poller; any poller takes a routed fault left STEAL_NS (that CPU is busy). After
+ * FLTRACE_SPIN_US (100 µs) without a fault pollers sleep in poll(), at normal priority: a runnable
+ * SCHED_IDLE thread may wait seconds for a busy CPU, and its process cannot exit or exec until it
+ * has (poller_policy). The backstop (-C normal threads) ticks every BACKSTOP_TICK_NS while pollers
+ * poll: it serves while faults wait and no poller takes them (every CPU busy), and gives SCHED_OTHER
+ * to a poller stuck in the middle of a fault or starved while awake (pollers_boost_stuck). Nothing
+ * that wakes a faulting thread is done under rt.lock (serve.c), and a poller holds its CPU at
+ * SCHED_OTHER for long stretches under it (handler_hold_cpu).
+ * --poll adaptive|block|spin: -C handler threads, each reading every fault (the earlier designs). */
 #include <errno.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
@@ -670,7 +669,7 @@ void handler_watchdog(void)
 	struct pollfd p[2];
 	memcpy(p, pollers_fds, sizeof(p));
 	uint64_t now = atomic_load(&hd.progress);
-	if (now != hd.watched_progress || (poll(p, pollers_nfds, 0) < 1 && !route_any_queued())) {
+	if (now != hd.watched_progress || (poll(p, pollers_nfds, 0) < 1 && !route_any_queued() && !handler_keeps_faults())) {
 		hd.watched_progress = now;
 		hd.stalled_seconds = 0;
 		hd.stalled_cpu_ticks = 0;

@@ -189,7 +189,9 @@ void fdtable_thread_enter(void); /* first in a thread the keeper created: it use
 int fdtable_call(int (*fn)(void *), void *arg); /* runs fn on the keeper (directly on our threads) */
 int rt_fd_own(int fd);          /* an fd just created on one of our threads: ours, returned as is */
 void rt_fd_close(int fd);       /* ours only: anything else (a parent's number in a child) is left */
-int rt_fd_open(const char *path, int flags, mode_t mode, struct stat *st); /* opened in the private table */
+/* Opened in the private table; with O_CREAT through outfile_open (fltrace/outfile.h): 0600, never
+ * through a link nor over a file that is not ours, errors -errno or -OUTFILE_E*. */
+int rt_fd_open(const char *path, int flags, mode_t mode, struct stat *st);
 int rt_fd_take_program(int progfd, struct stat *st); /* the calling program thread's fd, as ours */
 int rt_fd_borrow(int fd, bool *borrowed);  /* usable by the calling thread until rt_fd_unborrow */
 void rt_fd_unborrow(int b, bool borrowed);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fltrace/fmt.h"
+#include "fltrace/outfile.h"
 #include "fltrace/rtconfig.h"
 #include "far.h"
 #include "dlwalk.h"
@@ -283,9 +284,16 @@ static int rt_open_process_fds(void *starter_tid)
 			       "run without --files=all");
 		rt.loader_uffd = rt_fd_own(fd);
 	}
-	int err = trace_open();
+	char path[PATH_MAX + 64];
+	int err = trace_open(path, sizeof(path));
+	if (err >= 0)
+		err = stats_open(path, sizeof(path));
+	if (err >= 0)
+		err = maps_open(path, sizeof(path));
 	if (err < 0)
-		rt_die("trace", strerror(-err), "check that the output directory is writable and has space");
+		rt_die(path, outfile_strerror(err), outfile_refused(err) ?
+		       "remove it (someone else may have put it there), or record into a directory only you can write (-o DIR)" :
+		       "check that the output directory is writable and has space");
 	rt_lock();
 	region_record_files(); /* a fork child's file regions, named in its own trace */
 	rt_unlock();

@@ -244,18 +244,25 @@ static void *stats_main(void *arg)
 	return NULL;
 }
 
-int stats_start(void)
+/* fltrace-data-stats-<pid>.out, appended to by every program image of the process (exec keeps
+ * the pid): one that is there already is opened if it is ours. */
+int stats_open(char *path, size_t cap)
 {
-	char path[PATH_MAX + 64];
 	struct fmt f;
-	fmt_init(&f, path, sizeof(path));
+	fmt_init(&f, path, cap);
 	fmt_str(&f, rt.cfg.outdir);
 	fmt_str(&f, "/fltrace-data-stats-");
 	fmt_u64(&f, (uint64_t)rt.pid);
 	fmt_str(&f, ".out");
 	/* On the keeper: in the private table. (A fork child's st.fd was the parent's, in the
 	 * parent's private table: nothing to close here.) */
-	st.fd = rt_fd_open(path, O_WRONLY | O_CREAT | O_APPEND, 0600, NULL);
+	int fd = rt_fd_open(path, O_WRONLY | O_CREAT | O_APPEND, 0600, NULL);
+	st.fd = fd < 0 ? -1 : fd;
+	return fd < 0 ? fd : 0;
+}
+
+int stats_start(void)
+{
 	if (st.fd < 0)
 		return -1;
 	atomic_store(&st.stop, 0);

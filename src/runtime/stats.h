@@ -5,7 +5,8 @@
 
 #include "rt.h"
 
-int stats_start(void);
+int stats_open(char *path, size_t cap); /* the stats file; 0 or -errno (path: its name) */
+int stats_start(void);                 /* the once-a-second thread, writing to that file */
 void stats_write_line(void);
 void stats_stop(void);
 void stats_fork_child(void);

@@ -7,7 +7,9 @@
 
 #include "rt.h"
 
-enum req_state { REQ_IDLE = 0, REQ_PENDING, REQ_TAKEN, REQ_CANCELLED };
+/* IDLE -> CLAIMED (a handler will signal this fault) -> PENDING (the signal is sent or owed) ->
+ * TAKEN (the thread is in the stack handler) -> IDLE; CANCELLED: a handler records it instead. */
+enum req_state { REQ_IDLE = 0, REQ_PENDING, REQ_TAKEN, REQ_CANCELLED, REQ_CLAIMED };
 struct rt_thread {
 	_Atomic int tid;   /* key; 0 = free */
 	_Atomic int state; /* enum req_state */

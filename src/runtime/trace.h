@@ -5,7 +5,7 @@
 
 #include "rt.h"
 
-int trace_open(void);
+int trace_open(char *path, size_t cap); /* path: the trace file (or the name refused) */
 void *trace_reserve(uint32_t size);
 void trace_commit(void *rec, uint16_t type, uint32_t size);
 uint32_t trace_stack_id(const uint64_t *ips, unsigned depth);

@@ -136,7 +136,7 @@ if [ -d "$TMP/new/sub/dir" ]; then pass output_dir_created; else fail output_dir
 expect_summary() {
 	local name=$1 re=$2 err rc
 	shift 2
-	err=$(timeout "$HANG" "$FLTRACE" record "$@" 2>&1 >/dev/null); rc=$?
+	err=$(timeout -k 10 "$HANG" "$FLTRACE" record "$@" 2>&1 >/dev/null); rc=$?
 	if [ $rc -ne 0 ]; then
 		fail "$name" "exit $rc: $err"
 	elif ! grep -Eq "$re" <<<"$err"; then

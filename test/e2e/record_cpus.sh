@@ -68,7 +68,7 @@ else
 		dir=$TMP/cpus_cpuset; mkdir -p "$dir"
 		"$PROGS/cpuhop" 16 2 hop > "$dir/native"; echo "exit $?" >> "$dir/native"
 		( echo $BASHPID > "$grp/cgroup.procs" &&
-		  exec timeout "$HANG" "$FLTRACE" record $L8 -o "$dir" -- "$PROGS/cpuhop" 16 2 hop "$TMP/tasks-cpuset" ) \
+		  exec timeout -k 10 "$HANG" "$FLTRACE" record $L8 -o "$dir" -- "$PROGS/cpuhop" 16 2 hop "$TMP/tasks-cpuset" ) \
 			> "$dir/traced" 2> "$dir/err"
 		echo "exit $?" >> "$dir/traced"
 		if grep -q '^cpuhop ' "$dir/native" && cmp -s "$dir/native" "$dir/traced"; then
@@ -86,7 +86,7 @@ fi
 # A program that sleeps: the pollers spin only while faults come, then sleep in poll(); the
 # handlers' CPU time over 5 s stays far below what one spinning CPU would take (5 s).
 dir=$TMP/cpus_sleep; mkdir -p "$dir"
-if timeout "$HANG" "$FLTRACE" record -o "$dir" -- sleep 5 > /dev/null 2>&1; then
+if timeout -k 10 "$HANG" "$FLTRACE" record -o "$dir" -- sleep 5 > /dev/null 2>&1; then
 	expect_stat cpus_idle_costs_no_cpu "$dir" t_cpu_ns -lt 50000000
 else
 	fail cpus_idle_costs_no_cpu "fltrace record -- sleep 5 failed"

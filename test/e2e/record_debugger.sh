@@ -24,7 +24,7 @@ if command -v gdb > /dev/null; then
 	name=debugger_gdb
 	dir=$TMP/$name
 	mkdir -p "$dir"
-	timeout "$HANG" "$FLTRACE" record $OPTS -o "$dir" -- \
+	timeout -k 10 "$HANG" "$FLTRACE" record $OPTS -o "$dir" -- \
 		gdb -nx --batch -ex run --args "$PROGS/stacks-O2" > "$dir/out" 2>&1
 	if grep -q 'received signal' "$dir/out" || ! grep -q '^stacks: ' "$dir/out" ||
 		! grep -q 'exited normally' "$dir/out"; then

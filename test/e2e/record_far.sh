@@ -96,7 +96,7 @@ same_output far_latency "-L 8 -M 2048 --policy fifo --far-latency 20" "$PROGS/fi
 # below it), while the program evicts ~90 MB: the run stops with one line naming the directory,
 # exit 125, before any page is lost.
 dir=$TMP/far_full; mkdir -p "$dir"
-(ulimit -f 32768; exec timeout "$HANG" "$FLTRACE" record -L 4 -M 2048 --far "file:$FARDIR" -o "$dir" -- \
+(ulimit -f 32768; exec timeout -k 10 "$HANG" "$FLTRACE" record -L 4 -M 2048 --far "file:$FARDIR" -o "$dir" -- \
 	"$PROGS/fillscan" 96 2) > "$dir/out" 2> "$dir/err"
 rc=$?
 msg=$(grep '^fltrace: far memory:' "$dir/err" | head -1)
@@ -107,7 +107,7 @@ msg=$(grep '^fltrace: far memory:' "$dir/err" | head -1)
 tiny=$TMP/tiny; mkdir -p "$tiny"
 if mount -t tmpfs -o size=4m fltrace-test "$tiny" 2>/dev/null; then
 	dir=$TMP/far_disk_full; mkdir -p "$dir"
-	timeout "$HANG" "$FLTRACE" record -L 4 -M 2048 --far "file:$tiny" -o "$dir" -- "$PROGS/fillscan" 96 2 \
+	timeout -k 10 "$HANG" "$FLTRACE" record -L 4 -M 2048 --far "file:$tiny" -o "$dir" -- "$PROGS/fillscan" 96 2 \
 		> "$dir/out" 2> "$dir/err"
 	rc=$?
 	umount "$tiny"

@@ -252,7 +252,9 @@ EARLY_DLOPEN=$PROGS/plugin.so same_output loader_own_malloc_early_dlopen "-L 4 -
 # A non-PIE executable that only takes malloc's address has an undefined symbol with a value (its
 # PLT entry), which dlsym returns: it does not bring its own malloc. Taken for one, CPython got a
 # note on its stderr (its own tests compare stderr) and libunwind was rebound for nothing.
-same_output loader_malloc_address_only "-L 4 -M 256" "$PROGS/mallocaddr"
+same_output loader_malloc_address_only "-L 4 -M 256" "$PROGS/mallocaddr" &&
+	grep -q '^sum [0-9]* readlink ok$' "$TMP/loader_malloc_address_only/traced" &&
+	pass loader_malloc_address_only_runs || fail loader_malloc_address_only_runs "$(head -c 200 "$TMP/loader_malloc_address_only/traced")"
 expect_eq loader_malloc_address_only_quiet "fltrace's notes on the program's stderr" "0" \
 	"$(grep -c 'defines malloc' "$TMP/loader_malloc_address_only/err")"
 

@@ -131,7 +131,7 @@ for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked O2-nosizes; do
 	mkdir -p "$dir"
 	sizes="-L 64 -M 256" prog=${v%-blocked}
 	[ "$v" = O2-nosizes ] && sizes= prog=O2
-	timeout "$HANG" "$FLTRACE" record $sizes -o "$dir" -- "$PROGS/stacks-$prog" \
+	timeout -k 10 "$HANG" "$FLTRACE" record $sizes -o "$dir" -- "$PROGS/stacks-$prog" \
 		$([ "${v%-blocked}" != "$v" ] && echo blocked) > /dev/null 2>&1
 	got=$(stacks_callsites "$dir")
 	want=$(stacks_expected)
@@ -170,7 +170,7 @@ fi
 
 # --- -M exhausted: a clear message naming a larger -M, never corruption or a hang ---
 dir=$TMP/maxmem; mkdir -p "$dir"
-timeout "$HANG" "$FLTRACE" record -L 8 -M 24 -o "$dir" -- "$PROGS/fillscan" 64 1 > /dev/null 2> "$dir/err"
+timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 24 -o "$dir" -- "$PROGS/fillscan" 64 1 > /dev/null 2> "$dir/err"
 rc=$?
 if [ $rc = 125 ] && grep -q '^fltrace: -M exhausted: .*; run again with a larger -M, e.g. -M [0-9]' "$dir/err"; then
 	pass maxmem_exhausted
@@ -181,7 +181,7 @@ fi
 # --- every way of ending leaves a readable trace ---
 for how in _exit abort segv kill thread; do
 	dir=$TMP/exit-$how; mkdir -p "$dir"
-	timeout "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/memops" exit "$how" > /dev/null 2> "$dir/record-err"
+	timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/memops" exit "$how" > /dev/null 2> "$dir/record-err"
 	rc=$?
 	case $how in _exit) want=3 ;; abort) want=134 ;; segv) want=139 ;; kill) want=137 ;; thread) want=4 ;; esac
 	n=$("$FLTRACE" report -i "$dir" --raw 2> "$dir/report-err" > /dev/null; cat "$dir"/fltrace-data-faults-*.out 2>/dev/null | wc -l)
@@ -196,7 +196,7 @@ for how in _exit abort segv kill thread; do
 done
 
 # --- memory emptied behind fltrace's back (a raw madvise): stopped with a message, never a hang ---
-err=$(timeout "$HANG" "$FLTRACE" record -L 8 -M 64 -o "$TMP/rawzap" -- "$PROGS/memops" rawzap 2>&1 >/dev/null)
+err=$(timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 64 -o "$TMP/rawzap" -- "$PROGS/memops" rawzap 2>&1 >/dev/null)
 rc=$?
 expect_eq raw_madvise_stops_with_message "exit status and message" \
 	"125 fault at 0x" "$rc $(grep -o 'fault at 0x' <<<"$err" | head -1)"
@@ -224,7 +224,7 @@ fi
 # thread it served (5 ms after each signalled fault here): the program exits before the handler runs
 # again (before, the handler counted the fault then, and the count missed the last ones) ---
 dir=$TMP/lagging; mkdir -p "$dir"
-FLTRACE_TEST_HANDLER_LAG=5000 timeout "$HANG" "$FLTRACE" record -L 1 -M 512 -o "$dir" -- "$PROGS/fillscan" 1 1 \
+FLTRACE_TEST_HANDLER_LAG=5000 timeout -k 10 "$HANG" "$FLTRACE" record -L 1 -M 512 -o "$dir" -- "$PROGS/fillscan" 1 1 \
 	> /dev/null 2>&1
 in_trace=$("$FLTRACE" report -i "$dir" --top 1 2>/dev/null | sed -n 's/^pid [0-9]* ([^)]*): \([0-9]*\) faults.*/\1/p')
 expect_eq stats_count_what_trace_holds "faults in the last stats line (the trace holds ${in_trace:-none})" \
@@ -236,7 +236,7 @@ POLICIES=$(sed -n 's/^[[:space:]]*X(\([a-z0-9_]*\),.*/\1/p' "$ROOT/inc/fltrace/p
 "$PROGS/hotcold" 6 64 > "$TMP/hotcold-native" 2>&1
 for pol in $POLICIES; do
 	dir=$TMP/hotcold-$pol; mkdir -p "$dir"
-	timeout "$HANG" "$FLTRACE" record --policy $pol -L 16 -M 512 -o "$dir" -- "$PROGS/hotcold" 6 64 > "$dir/out" 2>/dev/null
+	timeout -k 10 "$HANG" "$FLTRACE" record --policy $pol -L 16 -M 512 -o "$dir" -- "$PROGS/hotcold" 6 64 > "$dir/out" 2>/dev/null
 	if cmp -s "$TMP/hotcold-native" "$dir/out" && [ "$(head -c 7 "$dir/out")" = hotcold ]; then
 		pass "policies_same_output_$pol"
 	else
@@ -267,7 +267,7 @@ fi
 
 # --- exec: the trace of the image that exec'd is cut to its records (exec runs no exit code) ---
 dir=$TMP/exec; mkdir -p "$dir"
-timeout "$HANG" "$FLTRACE" record -L 8 -M 64 -o "$dir" -- sh -c "exec $PROGS/fillscan 16 1" > /dev/null 2>&1
+timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 64 -o "$dir" -- sh -c "exec $PROGS/fillscan 16 1" > /dev/null 2>&1
 gen0=$(ls "$dir"/fltrace-data-trace-*-0.bin 2>/dev/null | head -1)
 size=$(stat -c %s "$gen0" 2>/dev/null || echo 0)
 warn=$("$FLTRACE" report -i "$dir" 2>&1 >/dev/null | grep -c warning)

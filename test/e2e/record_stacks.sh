@@ -26,7 +26,7 @@ PY
 }
 
 dir=$TMP/deep; mkdir -p "$dir"
-out=$(timeout "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/deepstacks" 2>/dev/null)
+out=$(timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/deepstacks" 2>/dev/null)
 expect_eq deep_output "program output" "deepstacks: 113056 caught 1" "$out"
 leaf=$(src_line deepstacks.cpp DEEP-LEAF)
 expect_eq deep_16_threads "row of the recursion's leaf" "1024 write 64 deepstacks.cpp:$leaf 0" \
@@ -37,12 +37,12 @@ n=$(rows "$dir" | awk -v l="deepstacks.cpp:$dtor" '$4 == l { n += $1 } END { pri
 expect_eq exception_unwinding_faults "faults in destructors run by a C++ exception" 32 "$n"
 
 dir=$TMP/deep128; mkdir -p "$dir"
-timeout "$HANG" "$FLTRACE" record -L 8 -M 256 --depth 128 -o "$dir" -- "$PROGS/deepstacks" > /dev/null 2>&1
+timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 --depth 128 -o "$dir" -- "$PROGS/deepstacks" > /dev/null 2>&1
 d=$(rows "$dir" | head -1 | cut -d' ' -f3)
 if [ "$d" -gt 100 ] && [ "$d" -le 128 ]; then pass depth_128; else fail depth_128 "deepest stack has $d frames"; fi
 
 dir=$TMP/dl; mkdir -p "$dir"
-timeout "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/dlopener" "$PROGS/plugin.so" > /dev/null 2>&1
+timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/dlopener" "$PROGS/plugin.so" > /dev/null 2>&1
 expect_eq dlclosed_plugin_resolves "row of the plugin's leaf" "40 write" \
 	"$(rows "$dir" | awk -v l="plugin.c:$(src_line plugin.c PLUGIN-LEAF)" '$4 == l { print $1, $2 }')"
 
@@ -64,7 +64,7 @@ PY
 for v in O0-fp O2; do
 	dir=$TMP/libcalls-$v; mkdir -p "$dir"
 	want=$("$PROGS/libcalls-$v" "$TMP/libcalls.bin" $((8 << 20)))
-	got=$(timeout "$HANG" "$FLTRACE" record -L 4 -M 256 -o "$dir" -- "$PROGS/libcalls-$v" "$TMP/libcalls.bin" $((8 << 20)) 2>/dev/null)
+	got=$(timeout -k 10 "$HANG" "$FLTRACE" record -L 4 -M 256 -o "$dir" -- "$PROGS/libcalls-$v" "$TMP/libcalls.bin" $((8 << 20)) 2>/dev/null)
 	expect_eq "libc_syscall_output_$v" "output at -L 4" "$want" "$got"
 	rows=$(syscall_rows "$dir" | sort)
 	expect_eq "libc_syscall_stacks_$v" "faults in futex(2), in read(2) under fread, in stat(2)" \
@@ -78,7 +78,7 @@ done
 # (ours then runs inside the program's handler, or its handler interrupted the fault): every fault
 # still gets its stack, from the faulting line down.
 dir=$TMP/sigstorm; mkdir -p "$dir"
-timeout "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/sigalarm" 20000 > /dev/null 2>&1
+timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/sigalarm" 20000 > /dev/null 2>&1
 expect_eq signal_storm_stacks "faults at the touching line, with their stack" 20000 \
 	"$(rows "$dir" | awk -v l="sigalarm.c:$(src_line sigalarm.c SIGALARM-TOUCH)" '$4 == l && $3 > 1 { n += $1 } END { print n + 0 }')"
 expect_stat signal_storm_none_without "$dir" faults_nostack -eq 0

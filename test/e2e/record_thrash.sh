@@ -43,7 +43,7 @@ unset FLTRACE_TEST_MOVE_MISREPORT
 
 # A fault that never ends (here: memory emptied by a raw madvise, behind fltrace's back) stops the
 # program with the page's state and its last changes, and the stats count it.
-err=$(timeout "$HANG" "$FLTRACE" record -L 8 -M 64 -o "$TMP/stuck" -- "$PROGS/memops" rawzap 2>&1 >/dev/null)
+err=$(timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 64 -o "$TMP/stuck" -- "$PROGS/memops" rawzap 2>&1 >/dev/null)
 rc=$?
 expect_eq stuck_fault_names_page_state "exit status and message" \
 	"125 page state present; last changes, newest first: empty->present (zero fill)" \

@@ -14,9 +14,9 @@ msg=$("$FLTRACE" report --bogus 2>&1); rc=$?
 expect_eq report_bad_option "exit" 2 "$rc"
 
 D=$TMP/ver; mkdir -p "$D"; "$GEN" --write "$D" 1000 >/dev/null
-printf '\x02' | dd of="$D/fltrace-data-trace-1000-0.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
+printf '\x03' | dd of="$D/fltrace-data-trace-1000-0.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
 msg=$("$FLTRACE" report -i "$D" 2>&1); rc=$?
-case "$msg" in *"version 2, this fltrace reads version 1; use the fltrace that recorded it"*) pass report_other_version ;;
+case "$msg" in *"version 3, this fltrace reads versions 1 to 2; use the fltrace that recorded it"*) pass report_other_version ;;
 *) fail report_other_version "$msg" ;; esac
 
 D=$TMP/trunc; mkdir -p "$D"; "$GEN" --write "$D" 1000 >/dev/null
@@ -25,6 +25,19 @@ msg=$("$FLTRACE" report -i "$D" 2>&1); rc=$?
 case "$msg" in *"warning"*"truncated"*) pass report_truncated_warns ;; *) fail report_truncated_warns "$msg" ;; esac
 expect_eq report_truncated_exit "exit" 0 "$rc"
 [ -s "$D/fltrace-data-report-1000.out" ] && pass report_truncated_reported || fail report_truncated_reported "no CSV"
+
+# One byte of the second-to-last fault record (two 72-byte fault records end the trace) changed:
+# report names the record and its byte, exits 1, and counts exactly the faults before it.
+D=$TMP/damaged; mkdir -p "$D"; "$GEN" --write "$D" 1000 >/dev/null
+T=$D/fltrace-data-trace-1000-0.bin
+"$FLTRACE" report -i "$D" > /dev/null 2>&1
+whole=$(python3 -c 'import csv,sys; print(sum(int(r["count"]) for r in csv.DictReader(open(sys.argv[1]))))' "$D/fltrace-data-report-1000.out")
+off=$(( $(stat -c %s "$T") - 2 * 72 ))
+printf '\xff' | dd of="$T" bs=1 seek=$((off + 30)) conv=notrunc 2>/dev/null
+expect_error report_damaged_named 1 "^fltrace: $T: record [0-9]+ \(at byte $off\) is damaged: its checksum does not match; what came before it is read, nothing after it" \
+	"$FLTRACE" report -i "$D"
+part=$(python3 -c 'import csv,sys; print(sum(int(r["count"]) for r in csv.DictReader(open(sys.argv[1]))))' "$D/fltrace-data-report-1000.out")
+expect_eq report_damaged_counts_before "faults counted (all $whole less the last 2)" $((whole - 2)) "$part"
 
 D=$TMP/bid; mkdir -p "$D"; "$GEN" --write "$D" 1000 bad-build-id >/dev/null
 msg=$("$FLTRACE" report -i "$D" 2>&1)

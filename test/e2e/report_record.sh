@@ -9,7 +9,7 @@ SRC=$ROOT/test/progs/fillscan.c
 fill=$(grep -n 'w->p\[i\] = ' "$SRC" | head -1 | cut -d: -f1)
 scan=$(grep -n 'w->sum += ' "$SRC" | head -1 | cut -d: -f1)
 D=$TMP/rec; mkdir -p "$D"
-if ! ( cd "$D" && timeout "$HANG" "$FLTRACE" record -L 8 -M 256 -- "$PROGS/fillscan" 64 3 > /dev/null 2>&1 ); then
+if ! ( cd "$D" && timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -- "$PROGS/fillscan" 64 3 > /dev/null 2>&1 ); then
 	fail report_record "record failed"; exit 0; fi
 ( cd "$D" && "$FLTRACE" report > "$TMP/out" 2>&1 ) || { fail report_record "report failed: $(cat "$TMP/out")"; exit 0; }
 # it says what it wrote, one path a line

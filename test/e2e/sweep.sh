@@ -20,7 +20,7 @@ D=$TMP/sw
 # 6 MiB, not 8: with P = 2048 the array is exactly 8 MiB, and whether a pass then re-fetches depends
 # on which of the runtime's and jemalloc's own heap pages happen to be resident (seen: 14 instead of
 # 6144 under load); below the array every pass re-fetches every page, whatever else is resident.
-timeout "$HANG" "$FLTRACE" sweep -L 4,6,16 --policy clock,fifo -M 64 -o "$D" -- "$FS" 8 3 \
+timeout -k 10 "$HANG" "$FLTRACE" sweep -L 4,6,16 --policy clock,fifo -M 64 -o "$D" -- "$FS" 8 3 \
 	> "$TMP/out" 2> "$TMP/err" < /dev/null
 rc=$?
 RUNS="L16M-clock L6M-clock L4M-clock L16M-fifo L6M-fifo L4M-fifo"
@@ -107,7 +107,7 @@ DEF=$(sed -n 's/^#define FLTRACE_POLICY_DEFAULT "\(.*\)"/\1/p' "$ROOT/inc/fltrac
 
 # ---- sizes from the ample run's peak ----
 A=$TMP/auto
-timeout "$HANG" "$FLTRACE" sweep -M 64 -o "$A" -- "$FS" 8 1 > /dev/null 2> "$TMP/err" < /dev/null
+timeout -k 10 "$HANG" "$FLTRACE" sweep -M 64 -o "$A" -- "$FS" 8 1 > /dev/null 2> "$TMP/err" < /dev/null
 rc=$?
 peak=$(awk -F, '$1 == "ample" { print $15 }' "$A/sweep.csv" 2>/dev/null)
 want="ample:$((64 << 20))"
@@ -124,7 +124,7 @@ else pass sweep_auto_sizes; fi
 
 # ---- output that depends on -L (record tells the program its size in FLTRACE_LOCALMEM) ----
 O=$TMP/differs
-timeout "$HANG" "$FLTRACE" sweep -L 4,8 -M 64 -o "$O" -- sh -c \
+timeout -k 10 "$HANG" "$FLTRACE" sweep -L 4,8 -M 64 -o "$O" -- sh -c \
 	'echo "half: $((FLTRACE_LOCALMEM / 2))"; exec "$0" 1 1 > /dev/null' "$FS" > /dev/null 2> "$TMP/err" < /dev/null
 rc=$?
 outcol=$(tail -n +2 "$O/sweep.csv" 2>/dev/null | cut -d, -f1,19 | tr '\n' ' ')
@@ -138,7 +138,7 @@ else pass sweep_output_differs; fi
 
 # ---- a piped stdin is given whole to every run ----
 I=$TMP/stdin
-printf 'one\ntwo\nthree\n' | timeout "$HANG" "$FLTRACE" sweep -L 1,2 -M 64 -o "$I" -- wc -l > /dev/null 2> "$TMP/err"
+printf 'one\ntwo\nthree\n' | timeout -k 10 "$HANG" "$FLTRACE" sweep -L 1,2 -M 64 -o "$I" -- wc -l > /dev/null 2> "$TMP/err"
 rc=$?
 if [ $rc -ne 0 ]; then fail sweep_stdin_each_run "exit $rc: $(tail -2 "$TMP/err")"
 elif [ "$(cat "$I/L2M-$DEF/stdout" "$I/L1M-$DEF/stdout" 2>/dev/null | tr -d ' ' | tr '\n' ' ')" != "3 3 " ]; then

@@ -25,7 +25,7 @@ mkdir -p "$SHOTS"
 
 # One headless run; its own profile, no network, bounded in time.
 browse() { # args... (URL last)
-	timeout "$HANG" "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
+	timeout -k 10 "$HANG" "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-background-networking \
 		--disable-component-update --disable-sync --no-first-run --user-data-dir="$TMP/profile" \
 		--enable-logging=stderr --v=0 --hide-scrollbars "$@"
 }

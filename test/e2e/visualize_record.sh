@@ -10,7 +10,7 @@ if ! have_preload; then skip $NAME "no preload library in $BUILD (make all)"; ex
 if [ ! -x "$PROGS/fillscan" ]; then skip $NAME "no $PROGS/fillscan (make progs)"; exit 0; fi
 
 OUT=$TMP/rec
-if ! timeout "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$OUT" -- "$PROGS/fillscan" 32 2 >"$TMP/rec.out" 2>&1; then
+if ! timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$OUT" -- "$PROGS/fillscan" 32 2 >"$TMP/rec.out" 2>&1; then
 	fail $NAME "record failed: $(tail -3 "$TMP/rec.out")"; exit 1
 fi
 if ! "$FLTRACE" visualize -i "$OUT" >"$TMP/vis.out" 2>"$TMP/vis.err"; then

@@ -10,8 +10,10 @@ void (*volatile free_fn)(void *);
 
 int main(void)
 {
-	alloc_fn = malloc; /* in code: an absolute address, the PLT entry's (a data initialiser
-	free_fn = free;     * would be a dynamic relocation instead) */
+	/* In code: an absolute address, the PLT entry's (a data initialiser would be a dynamic
+	 * relocation instead). */
+	alloc_fn = malloc;
+	free_fn = free;
 	size_t len = 8 << 20;
 	char *p = alloc_fn(len);
 	unsigned long sum = 0;

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <link.h>
@@ -142,7 +143,7 @@ static int synth_write_std(const char *dir, const struct synth_sites *s, uint32_
 		synth_fault(f, &(struct synth_fault){ .t_ns = 6000000000ull, .addr = 0x20002000,
 			    .ip = s->cos_ip, .stack_id = 3, .latency_ns = 1000,
 			    .kind = FT_KIND_REFETCH });
-	return fclose(f) ? -errno : 0;
+	return synth_close(f) ? -errno : 0;
 }
 
 /* ------------------------------------------------------------------ test cases */
@@ -451,10 +452,11 @@ static int broken_trace(const char *name, long keep, int corrupt, uint32_t versi
 	fseek(f, 0, SEEK_END);
 	size = ftell(f);
 	if (corrupt) {
-		/* Rewrite the header of the last fault record (64 bytes before the end). */
+		/* Rewrite the header of the last fault record (its size before the end). */
+		uint32_t rsize = sizeof(struct ft_fault) + ft_check_size(version);
 		struct ft_rec_hdr h = { .type = corrupt == 1 ? FT_REC_FAULT : 99,
-					.size = corrupt == 1 ? 61 : sizeof(struct ft_fault) };
-		fseek(f, size - (long)sizeof(struct ft_fault), SEEK_SET);
+					.size = corrupt == 1 ? 61 : rsize };
+		fseek(f, size - (long)rsize, SEEK_SET);
 		fwrite(&h, sizeof(h), 1, f);
 	} else if (keep < 0) {
 		/* A zero tail, as after SIGKILL. */
@@ -502,12 +504,15 @@ static int t_reader_corrupt(char *why, size_t whylen)
 	char err[512];
 	int ret;
 
-	for (int c = 1; c <= 2; c++) {
-		CHECK(!broken_trace(c == 1 ? "bad8" : "badtype", 0, c, FT_VERSION, &p, err,
-				    sizeof(err), &ret), "setup");
+	/* Version 2 checks the checksum before the type; version 1 has only the type to go by. */
+	for (int c = 1; c <= 3; c++) {
+		uint32_t v = c == 3 ? 1 : FT_VERSION;
+		CHECK(!broken_trace(c == 1 ? "bad8" : c == 2 ? "badtype" : "badtype1", 0, c == 1 ? 1 : 2,
+				    v, &p, err, sizeof(err), &ret), "setup");
 		CHECK(ret == 0, "load failed: %s", err);
-		CHECK(strstr(p->warning, c == 1 ? "multiple of 8" : "unknown type"),
-		      "warning '%s'", p->warning);
+		CHECK(strstr(p->warning, c == 1 ? "multiple of 8" : c == 2 ? "checksum does not match" :
+			     "type is unknown"), "warning '%s'", p->warning);
+		CHECK(p->damaged, "not said to be damaged: '%s'", p->warning);
 		CHECK(p->faults_seen == (sites.cos_ip ? 12u : 11u), "faults %" PRIu64,
 		      p->faults_seen);
 		an_process_free(p);
@@ -522,9 +527,150 @@ static int t_reader_version(char *why, size_t whylen)
 	int ret;
 
 	CHECK(!broken_trace("ver", 0, 0, FT_VERSION + 1, &p, err, sizeof(err), &ret), "setup");
-	CHECK(ret == -EPROTO && strstr(err, "version 2") && strstr(err, "reads version 1"),
+	CHECK(ret == -EPROTO && strstr(err, "version 3") && strstr(err, "reads versions 1 to 2"),
 	      "ret %d err '%s'", ret, err);
 	return 0;
+}
+
+/* Version 1 (no checksums) is still read, to the same numbers as version 2. */
+static int t_reader_version1(char *why, size_t whylen)
+{
+	struct an_process *p = NULL;
+	char err[512];
+	int ret;
+
+	CHECK(!broken_trace("v1", 0, 0, 1, &p, err, sizeof(err), &ret), "setup");
+	CHECK(ret == 0, "load failed: %s", err);
+	CHECK(p->warning[0] == 0, "warning '%s'", p->warning);
+	CHECK(p->faults_seen == (sites.cos_ip ? 13u : 12u), "faults %" PRIu64, p->faults_seen);
+	an_process_free(p);
+	return 0;
+}
+
+/* The std trace of `version` in tmpdir/name, with its `n`th record of `type` (1-based) at byte
+ * *off, *len bytes long. */
+static int std_rec_at(const char *name, uint32_t version, unsigned type, int n, char *path,
+		      size_t plen, long *off, long *len)
+{
+	char dir[PATH_MAX], err[512];
+	const struct ft_rec_hdr *h;
+	struct trace *t;
+
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
+	mkdir(dir, 0755);
+	if (synth_write_std(dir, &sites, 79, version, NULL))
+		return -1;
+	snprintf(path, plen, "%s/fltrace-data-trace-79-0.bin", dir);
+	if (trace_open(path, &t, err, sizeof(err)))
+		return -1;
+	*off = -1;
+	while ((h = trace_next(t)))
+		if (h->type == type && --n == 0) {
+			*off = (long)(t->pos - h->size);
+			*len = h->size;
+			break;
+		}
+	trace_close(t);
+	return *off < 0 ? -1 : 0;
+}
+
+static int std_fault_at(const char *name, int n, char *path, size_t plen, long *off, long *len)
+{
+	return std_rec_at(name, FT_VERSION, FT_REC_FAULT, n, path, plen, off, len);
+}
+
+static int poke(const char *path, long off, const void *bytes, size_t n)
+{
+	FILE *f = fopen(path, "r+");
+	int ok = f && fseek(f, off, SEEK_SET) == 0 && fwrite(bytes, 1, n, f) == n;
+	return (f && fclose(f)) || !ok ? -1 : 0;
+}
+
+/* One byte of a fault record's body changed: that record and what follows are not read, and the
+ * warning names the record and its byte; the faults before it are all there. */
+static int t_reader_damaged_byte(char *why, size_t whylen)
+{
+	char path[PATH_MAX + 64], err[512], want[128];
+	struct an_process *p = NULL;
+	long off, len;
+	uint8_t b;
+	FILE *f;
+
+	CHECK(!std_fault_at("flip", 3, path, sizeof(path), &off, &len), "setup");
+	f = fopen(path, "r");
+	CHECK(f && fseek(f, off + 25, SEEK_SET) == 0 && fread(&b, 1, 1, f) == 1, "read");
+	fclose(f);
+	b ^= 0x10;
+	CHECK(!poke(path, off + 25, &b, 1), "poke");
+	CHECK(load(path, &p, err, sizeof(err)) == 0, "load failed: %s", err);
+	snprintf(want, sizeof(want), "(at byte %ld) is damaged: its checksum does not match", off);
+	CHECK(p->damaged && strstr(p->warning, want), "warning '%s', wanted '%s'", p->warning, want);
+	CHECK(p->faults_seen == 2, "faults %" PRIu64 ", expected the 2 before it", p->faults_seen);
+	an_process_free(p);
+	return 0;
+}
+
+/* A version 1 stack record (no checksum) whose id is absurd: damage, said, and no table the size
+ * of the id (the fuzzer's first find: 2^31 ids made a 16 GB table). */
+static int t_reader_absurd_id(char *why, size_t whylen)
+{
+	char path[PATH_MAX + 64], err[512];
+	struct an_process *p = NULL;
+	uint32_t id = 0x7fffffff;
+	long off, len;
+
+	CHECK(!std_rec_at("absurd", 1, FT_REC_STACK, 2, path, sizeof(path), &off, &len), "setup");
+	CHECK(!poke(path, off + (long)offsetof(struct ft_stack, id), &id, sizeof(id)), "poke");
+	CHECK(load(path, &p, err, sizeof(err)) == 0, "load failed: %s", err);
+	CHECK(p->damaged && strstr(p->warning, "stack id is far beyond"), "warning '%s'", p->warning);
+	CHECK(p->faults_seen == 0, "faults %" PRIu64 " (they all come after the stacks)", p->faults_seen);
+	an_process_free(p);
+	return 0;
+}
+
+/* The header's bytes (here the executable's path) changed: nothing of the trace is read. */
+static int t_reader_header_damaged(char *why, size_t whylen)
+{
+	char path[PATH_MAX + 64], err[512];
+	struct an_process *p = NULL;
+	long off, len;
+
+	CHECK(!std_fault_at("hdr", 1, path, sizeof(path), &off, &len), "setup");
+	CHECK(!poke(path, sizeof(struct ft_file_header2) + 1, "X", 1), "poke");
+	CHECK(load(path, &p, err, sizeof(err)) == -EBADMSG && strstr(err, "header is damaged"),
+	      "err '%s'", err);
+	return 0;
+}
+
+/* The std trace (closed) ending early at its nth fault record, cut there (cut) or with that record's
+ * header zeroed: not damage; the data ends there with a warning holding `said`, and the n - 1
+ * faults before it are all there. */
+static int early_end(char *why, size_t whylen, const char *name, int n, bool cut, const char *said)
+{
+	static const char zeros[8];
+	char path[PATH_MAX + 64], err[512];
+	struct an_process *p = NULL;
+	long off, len;
+
+	CHECK(!std_fault_at(name, n, path, sizeof(path), &off, &len), "setup");
+	CHECK(cut ? !truncate(path, off) : !poke(path, off, zeros, sizeof(zeros)), "change");
+	CHECK(load(path, &p, err, sizeof(err)) == 0, "load failed: %s", err);
+	CHECK(!p->damaged && strstr(p->warning, said), "warning '%s'", p->warning);
+	CHECK(p->faults_seen == (uint64_t)n - 1, "faults %" PRIu64, p->faults_seen);
+	an_process_free(p);
+	return 0;
+}
+
+/* A copy cut short at a record's end: only the end the recorder wrote in the header shows it. */
+static int t_reader_cut_copy(char *why, size_t whylen)
+{
+	return early_end(why, whylen, "cut", 4, true, "fewer than its recorder wrote");
+}
+
+/* A record never finished (its header still zero) before the end the recorder wrote. */
+static int t_reader_unfinished_record(char *why, size_t whylen)
+{
+	return early_end(why, whylen, "unfinished", 5, false, "never finished");
 }
 
 static int t_reader_not_a_trace(char *why, size_t whylen)
@@ -771,13 +917,20 @@ static const struct {
 	{ "reader_zero_tail", t_reader_zero_tail },
 	{ "reader_corrupt_record", t_reader_corrupt },
 	{ "reader_other_version", t_reader_version },
+	{ "reader_version1_still_read", t_reader_version1 },
+	{ "reader_damaged_byte", t_reader_damaged_byte },
+	{ "reader_header_damaged", t_reader_header_damaged },
+	{ "reader_absurd_id", t_reader_absurd_id },
+	{ "reader_cut_copy", t_reader_cut_copy },
+	{ "reader_unfinished_record", t_reader_unfinished_record },
 	{ "reader_not_a_trace", t_reader_not_a_trace },
 	{ "latency_p99_histogram", t_latency_histogram },
 	{ "regroup_by_line_function", t_regroup_by_line },
 };
 
-/* --write DIR [PID] [bad-build-id | refetch=N]: the e2e tests' trace, answers on stdout as
- * key=value; refetch=N writes N re-fetch reads at the leaf instead of 3. */
+/* --write DIR [PID] [bad-build-id | refetch=N | v1]: the e2e tests' trace, answers on stdout as
+ * key=value; refetch=N writes N re-fetch reads at the leaf instead of 3; v1 writes format
+ * version 1 (no checksums). */
 static int synth_main_write(int argc, char **argv)
 {
 	static const uint8_t bad[20] = { 0xde, 0xad, 0xbe, 0xef };
@@ -786,8 +939,8 @@ static int synth_main_write(int argc, char **argv)
 
 	if (argc > 4 && !strncmp(argv[4], "refetch=", 8))
 		synth_nrefetch = atoi(argv[4] + 8);
-	ret = synth_write_std(argv[2], &sites, pid, FT_VERSION,
-				  argc > 4 && !strcmp(argv[4], "bad-build-id") ? bad : NULL);
+	ret = synth_write_std(argv[2], &sites, pid, argc > 4 && !strcmp(argv[4], "v1") ? 1 : FT_VERSION,
+			      argc > 4 && !strcmp(argv[4], "bad-build-id") ? bad : NULL);
 	char libc[PATH_MAX], libm[PATH_MAX];
 
 	if (ret) {
