@@ -89,7 +89,7 @@ $(PRELOAD_LIB): $(RUNTIME_OBJ) $(COMMON_PIC) preload/exports.map $(JEMALLOC_RENA
 	@bash test/floors.sh $(RUNTIME_SRC:%.c=$(B)/pic/%.o) -- $(PRELOAD_SRC:%.c=$(B)/pic/%.o)
 	$(CC) -shared -o $@ $(RUNTIME_OBJ) $(COMMON_PIC) $(JEMALLOC_U) $(JEMALLOC_RENAMED) \
 		-Wl,--version-script=preload/exports.map -Wl,-z,nodelete -Wl,-z,now \
-		-lunwind-x86_64 -lunwind -lpthread -ldl -lm
+		-lunwind-x86_64 -lunwind -lsodium -lpthread -ldl -lm
 
 # Test programs: the traced workloads of the end-to-end tests (some built twice, -O0 and -O2).
 PROGS := $(PROGS_SRC:test/progs/%.c=$(B)/progs/%)
@@ -151,7 +151,7 @@ $(B)/test/unit/test_lock: test/unit/test_lock.c src/runtime/lock.c src/runtime/l
 FAR_SRC := src/runtime/farmem.c src/runtime/far.c $(wildcard src/runtime/far_*.c)
 $(B)/test/unit/test_far: test/unit/test_far.c $(FAR_SRC) src/runtime/far.h src/runtime/rt.h $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_TOOL) -Isrc/runtime -o $@ test/unit/test_far.c $(FAR_SRC) $(COMMON_OBJ)
+	$(CC) $(CFLAGS_TOOL) -Isrc/runtime -o $@ test/unit/test_far.c $(FAR_SRC) $(COMMON_OBJ) -lsodium
 
 # The policies run outside a traced process too: their unit test links them with a simulated memory.
 POLICY_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard src/runtime/policy*.c))

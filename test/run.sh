@@ -6,6 +6,15 @@ cd "$(dirname "$0")/.."
 export FLTRACE_BUILD=${FLTRACE_BUILD:-build}
 export FLTRACE_ROOT=$PWD
 pass=0 fail=0 skip=0
+
+# Memory servers for far memory on memcached (--far memcached:...): three on loopback at free ports,
+# for the whole session, stopped however it ends; tests that kill or stop a server start their own.
+MC_DIR=$(mktemp -d /tmp/fltrace-memcached.XXXXXX)
+trap 'python3 test/memcached.py stop "$MC_DIR"; rm -rf "$MC_DIR"' EXIT
+trap 'exit 130' INT TERM HUP
+if command -v memcached > /dev/null; then
+	FLTRACE_TEST_MEMCACHED=$(python3 test/memcached.py start "$MC_DIR" 3 -m 4096) && export FLTRACE_TEST_MEMCACHED
+fi
 failed=()
 
 tally() { # reads case lines from stdin, echoes them, counts them

@@ -18,7 +18,8 @@
 #define RECORD_MAX_HANDLERS FLTRACE_MAX_HANDLERS
 #define RECORD_MAX_SAMPLERATE 1000000000ull
 
-enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL, OPT_FILES, OPT_ALLOC_SAMPLE, OPT_FAR, OPT_FAR_LATENCY };
+enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL, OPT_FILES, OPT_ALLOC_SAMPLE, OPT_FAR, OPT_FAR_LATENCY,
+       OPT_FAR_REPLICAS, OPT_FAR_AUTH, OPT_FAR_TIMEOUT };
 
 static const struct option record_longopts[] = {
 	{ "localmem", required_argument, NULL, 'L' },
@@ -34,6 +35,9 @@ static const struct option record_longopts[] = {
 	{ "alloc-sample", required_argument, NULL, OPT_ALLOC_SAMPLE },
 	{ "far", required_argument, NULL, OPT_FAR },
 	{ "far-latency", required_argument, NULL, OPT_FAR_LATENCY },
+	{ "far-replicas", required_argument, NULL, OPT_FAR_REPLICAS },
+	{ "far-auth", required_argument, NULL, OPT_FAR_AUTH },
+	{ "far-timeout", required_argument, NULL, OPT_FAR_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -68,7 +72,14 @@ static void record_help_backends(void)
 	for (unsigned i = 0; i < FLTRACE_BACKEND_COUNT; i++)
 		record_help_policy(fltrace_backend_name(i), fltrace_backend_help(i));
 	printf("      --far-latency <us>  wait this long at each re-fetch from far memory, as a slower\n"
-	       "                          medium would (default 0); counted apart: t_far_wait_ns\n");
+	       "                          medium would (default 0); counted apart: t_far_wait_ns\n"
+	       "      --far-replicas <n>  memcached: keep each page on n servers of the list (default 1),\n"
+	       "                          so that a run survives n - 1 of them dying\n"
+	       "      --far-auth <file>   memcached: SASL user:password (the file's first line) for\n"
+	       "                          servers started with -S\n"
+	       "      --far-timeout <ms>  memcached: a server that does not answer this long is given\n"
+	       "                          up (default %d): its pages are lost unless replicated\n",
+	       FLTRACE_DEFAULT_FAR_TIMEOUT_MS);
 }
 
 /* --help's lines for --policy: every policy of the table, with what it costs. */
@@ -212,9 +223,13 @@ static int record_parse_far(const char *arg, struct record_opts *o)
 	int id = fltrace_backend_parse(arg, &dir);
 	if (id < 0)
 		return cli_error(CLI_EXIT_USAGE, "--far", "'%s' %s; give %s", arg,
-				 id == -2 ? "lacks the directory file: needs, or has an argument mem does not take" :
+				 id == -2 ? "lacks the argument file: or memcached: needs, or has one mem does not take" :
 					    "is not a far-memory backend",
 				 fltrace_backend_list(list, sizeof(list)));
+	if (id == FLTRACE_BACKEND_memcached) {
+		o->far = id;
+		return record_parse_far_servers(dir, o);
+	}
 	struct stat st;
 	if (dir && (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)))
 		return cli_error(CLI_EXIT_USAGE, "--far", "'%s' is not a directory; give file:<an existing "
@@ -276,6 +291,16 @@ static int record_parse_one(int c, const char *arg, struct record_opts *o)
 	case OPT_FAR: return record_parse_far(arg, o);
 	case OPT_FAR_LATENCY: return record_parse_number("--far-latency", arg, 0, FLTRACE_MAX_FAR_LATENCY_US,
 							 &o->far_latency_us, "microseconds per re-fetch");
+	case OPT_FAR_REPLICAS: return record_parse_number("--far-replicas", arg, 1, FLTRACE_MAX_FAR_REPLICAS,
+							  &o->far_replicas, "servers that keep each page");
+	case OPT_FAR_TIMEOUT: return record_parse_number("--far-timeout", arg, 10, FLTRACE_MAX_FAR_TIMEOUT_MS,
+							 &o->far_timeout_ms, "milliseconds");
+	case OPT_FAR_AUTH:
+		if (!realpath(arg, o->far_auth_path))
+			return cli_error(CLI_EXIT_USAGE, "--far-auth", "cannot read '%s' (%s); give a file holding "
+					 "one line user:password", arg, strerror(errno));
+		o->far_auth = o->far_auth_path;
+		return 0;
 	case 'o':
 		o->outdir_arg = arg;
 		if (!*arg)
@@ -351,7 +376,7 @@ static int record_check_all(struct record_opts *o)
 	if ((err = record_check_command(o)) || (err = record_check_memory(o)) ||
 	    (err = record_check_cores(o)) || (err = record_resolve_command(o)) ||
 	    (err = record_check_program(o->cmd_path)) || (err = record_check_uffd()) ||
-	    (err = record_find_preload(o)) || (err = record_prepare_outdir(o)))
+	    (err = record_find_preload(o)) || (err = record_check_far(o)) || (err = record_prepare_outdir(o)))
 		return err;
 	record_note_spinning(o);
 	return 0;
@@ -383,8 +408,11 @@ int cmd_record(int argc, char **argv)
 	err = record_parse(argc, argv, &o);
 	if (err)
 		return err < 0 ? CLI_EXIT_OK : err;
-	if ((err = record_check_all(&o)) || (err = record_clean_outdir(&o)) ||
-	    (err = record_run(&o, &status)))
+	if ((err = record_check_all(&o)) || (err = record_clean_outdir(&o)))
+		return err;
+	err = record_run(&o, &status);
+	record_clear_far(&o); /* however the command ended */
+	if (err)
 		return err;
 	return record_summarize(&o, status);
 }

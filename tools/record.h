@@ -20,7 +20,12 @@ struct record_opts {
 	uint64_t depth;             /* --depth */
 	enum fltrace_policy policy; /* --policy */
 	int far;                    /* --far: a row of inc/fltrace/backends.h */
-	char far_dir[PATH_MAX];     /* --far file:<dir>, absolute */
+	char far_dir[PATH_MAX];     /* --far file:<dir>, absolute; memcached: the servers, numeric */
+	uint64_t far_replicas;      /* --far-replicas (memcached), 0 = not given (1) */
+	uint64_t far_timeout_ms;    /* --far-timeout (memcached), 0 = not given (the default) */
+	char far_auth_path[PATH_MAX]; /* --far-auth, absolute */
+	const char *far_auth;       /* far_auth_path if given, else NULL */
+	char far_run[17];           /* memcached: this run's id, made by record_check_far */
 	uint64_t far_latency_us;    /* --far-latency */
 	const char *poll;           /* --poll: adaptive (default), block or spin */
 	const char *files;          /* --files: mapped (default) or all */
@@ -50,6 +55,12 @@ int record_resolve_command(struct record_opts *o);
 int record_check_program(const char *path);
 int record_check_uffd(void);
 int record_find_preload(struct record_opts *o);
+
+/* record_far.c: --far memcached: names resolved (into o->far_dir), servers checked before the run
+ * (reachable, SASL, never evicting, with room), the run's items cleared after it. */
+int record_parse_far_servers(const char *list, struct record_opts *o);
+int record_check_far(struct record_opts *o);
+void record_clear_far(const struct record_opts *o);
 
 /* record_run.c: the output directory, the traced run, the summary. */
 int record_prepare_outdir(struct record_opts *o);

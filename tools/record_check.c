@@ -69,7 +69,10 @@ int record_check_memory(struct record_opts *o)
 		return cli_error(CLI_EXIT_USAGE, "-L", "local memory (%.1f MB) is larger than -M "
 				 "(%.1f MB); give -L at most -M, or raise -M",
 				 o->localmem / CHECK_MB, o->maxmem / CHECK_MB);
-	if (total && o->maxmem > total)
+	/* Far memory on memory servers is not this machine's: -M may exceed it (the servers' room is
+	 * checked in record_check_far). */
+	bool remote = o->far == FLTRACE_BACKEND_memcached;
+	if (total && o->maxmem > total && !remote)
 		return cli_error(CLI_EXIT_USAGE, "-M", "%.1f MB is more than this machine's memory "
 				 "(%.1f MB; far memory is emulated in local memory); give -M %llu or less",
 				 o->maxmem / CHECK_MB, total / CHECK_MB,

@@ -159,7 +159,8 @@ static int run_setenv_u64(const char *name, uint64_t v)
 static int run_set_far(const struct record_opts *o)
 {
 	char spec[PATH_MAX + 16];
-	int err = unsetenv(FLTRACE_ENV_FAR) | unsetenv(FLTRACE_ENV_FAR_LATENCY);
+	int err = unsetenv(FLTRACE_ENV_FAR) | unsetenv(FLTRACE_ENV_FAR_LATENCY) | unsetenv(FLTRACE_ENV_FAR_REPLICAS) |
+		  unsetenv(FLTRACE_ENV_FAR_RUN) | unsetenv(FLTRACE_ENV_FAR_AUTH) | unsetenv(FLTRACE_ENV_FAR_TIMEOUT);
 	if (o->far > 0) {
 		snprintf(spec, sizeof(spec), "%s%s%s", fltrace_backend_name((unsigned)o->far), o->far_dir[0] ? ":" : "",
 			 o->far_dir);
@@ -167,6 +168,14 @@ static int run_set_far(const struct record_opts *o)
 	}
 	if (o->far_latency_us)
 		err |= run_setenv_u64(FLTRACE_ENV_FAR_LATENCY, o->far_latency_us);
+	if (o->far_replicas)
+		err |= run_setenv_u64(FLTRACE_ENV_FAR_REPLICAS, o->far_replicas);
+	if (o->far_timeout_ms)
+		err |= run_setenv_u64(FLTRACE_ENV_FAR_TIMEOUT, o->far_timeout_ms);
+	if (o->far_run[0])
+		err |= setenv(FLTRACE_ENV_FAR_RUN, o->far_run, 1);
+	if (o->far_auth)
+		err |= setenv(FLTRACE_ENV_FAR_AUTH, o->far_auth, 1);
 	return err;
 }
 

@@ -6,13 +6,17 @@
 
 #include <stddef.h>
 
-/* X(name, takes an argument after "name:", what it is and what it costs) */
+/* X(name, the argument after "name:" as help shows it ("" if it takes none), what it is and costs) */
 #define FLTRACE_BACKENDS(X)                                                                        \
-	X(mem, 0, "pages kept in memory inside the process (the default): nothing beyond the page " \
+	X(mem, "", "pages kept in memory inside the process (the default): nothing beyond the page " \
 		  "moves every eviction and re-fetch make")                                            \
-	X(file, 1, "file:<dir>: pages kept in an unnamed file in <dir>, as swap keeps them on an SSD: " \
-		   "one pwrite per run of evicted pages, one pread per re-fetch (page cache: ~2 us; " \
-		   "disk when memory is short), a copy of the file at each fork")
+	X(file, "<dir>", "file:<dir>: pages kept in an unnamed file in <dir>, as swap keeps them on an " \
+		   "SSD: one pwrite per run of evicted pages, one pread per re-fetch (page cache: ~2 us; " \
+		   "disk when memory is short), a copy of the file at each fork")                      \
+	X(memcached, "<host:port,...>", "memcached:<host:port,...>: pages kept on a pool of memcached " \
+		   "servers (started with -M), spread by consistent hashing, encrypted and authenticated; " \
+		   "one pipelined request per run of evicted pages, one get round trip per re-fetch, a " \
+		   "copy of the far pages at each fork; --far-replicas keeps each page on several")
 
 #define FLTRACE_BACKEND_DEFAULT "mem"
 
@@ -20,11 +24,11 @@
 enum fltrace_backend { FLTRACE_BACKENDS(FLTRACE_BACKEND_ENUM_ROW) FLTRACE_BACKEND_COUNT };
 #undef FLTRACE_BACKEND_ENUM_ROW
 
-/* "mem" or "file:/dir": its row, with *arg the part after ':' (NULL if none); -1 if there is no such
- * backend, -2 if it needs an argument and has none (or has one it does not take). */
+/* "mem", "file:/dir" or "memcached:h:p,...": its row, with *arg the part after ':' (NULL if none); -1
+ * if there is no such backend, -2 if it needs an argument and has none (or has one it does not take). */
 int fltrace_backend_parse(const char *spec, const char **arg);
 const char *fltrace_backend_name(unsigned id); /* "?" past the table */
 const char *fltrace_backend_help(unsigned id);
-const char *fltrace_backend_list(char *buf, size_t cap); /* "mem or file:<dir>" */
+const char *fltrace_backend_list(char *buf, size_t cap); /* "mem, file:<dir> or memcached:<host:port,...>" */
 
 #endif

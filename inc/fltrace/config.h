@@ -20,6 +20,13 @@
 #define FLTRACE_ENV_FAR "FLTRACE_FAR"               /* --far: a backend of backends.h, e.g. file:/dir */
 #define FLTRACE_ENV_FAR_LATENCY "FLTRACE_FAR_LATENCY_US" /* --far-latency: µs added to each re-fetch */
 #define FLTRACE_MAX_FAR_LATENCY_US 1000000
+#define FLTRACE_ENV_FAR_REPLICAS "FLTRACE_FAR_REPLICAS" /* --far-replicas: servers that keep each page */
+#define FLTRACE_ENV_FAR_RUN "FLTRACE_FAR_RUN"       /* the run's random id (16 hex digits): its items' prefix */
+#define FLTRACE_ENV_FAR_AUTH "FLTRACE_FAR_AUTH"     /* --far-auth: a file "user:password" for SASL */
+#define FLTRACE_MAX_FAR_REPLICAS 16
+#define FLTRACE_ENV_FAR_TIMEOUT "FLTRACE_FAR_TIMEOUT_MS" /* --far-timeout: a server silent this long is lost */
+#define FLTRACE_DEFAULT_FAR_TIMEOUT_MS 2000
+#define FLTRACE_MAX_FAR_TIMEOUT_MS 600000
 #define FLTRACE_ENV_STACK_DEPTH "FLTRACE_STACK_DEPTH" /* --depth: frames per stack */
 #define FLTRACE_ENV_POLL "FLTRACE_POLL"             /* --poll: adaptive | block | spin */
 #define FLTRACE_ENV_SPIN_US "FLTRACE_SPIN_US"       /* adaptive: µs a handler polls after a fault (100) */
@@ -42,5 +49,8 @@
 
 /* Exit status of a traced process that the runtime had to stop (e.g. -M exhausted). */
 #define FLTRACE_EXIT_RUNTIME 125
+/* ... stopped because far memory lost or refused a page (a server died, stopped answering, restarted
+ * empty, dropped or altered a page): the program could not go on without a wrong page. */
+#define FLTRACE_EXIT_FAR_LOST 122
 
 #endif

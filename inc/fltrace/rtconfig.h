@@ -22,6 +22,10 @@ struct rtconfig {
 	int far;                   /* a row of inc/fltrace/backends.h */
 	const char *far_arg;       /* what follows "<backend>:" (file: the directory); points into the environment */
 	uint64_t far_latency_ns;   /* added to each re-fetch from far memory (an emulated medium) */
+	unsigned far_replicas;     /* memcached: servers that keep each page (1: no replica) */
+	uint64_t far_timeout_ms;   /* memcached: a server silent this long is given up */
+	const char *far_run;       /* memcached: the run's id, 16 hex digits (NULL: one of its own) */
+	const char *far_auth;      /* memcached: absolute path of "user:password" for SASL, or NULL */
 	unsigned stack_depth;
 	enum rtconfig_poll poll;
 	uint64_t spin_ns;          /* adaptive: how long a handler polls after a fault */

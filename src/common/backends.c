@@ -10,7 +10,7 @@
 #define BACKEND_ARG_ROW(name, arg, help) arg,
 #define BACKEND_HELP_ROW(name, arg, help) help,
 static const char *const backend_names[] = { FLTRACE_BACKENDS(BACKEND_NAME_ROW) };
-static const int backend_args[] = { FLTRACE_BACKENDS(BACKEND_ARG_ROW) };
+static const char *const backend_args[] = { FLTRACE_BACKENDS(BACKEND_ARG_ROW) };
 static const char *const backend_helps[] = { FLTRACE_BACKENDS(BACKEND_HELP_ROW) };
 
 int fltrace_backend_parse(const char *spec, const char **arg)
@@ -24,7 +24,7 @@ int fltrace_backend_parse(const char *spec, const char **arg)
 		if (strlen(backend_names[i]) != n || strncmp(spec, backend_names[i], n) != 0)
 			continue;
 		bool has_arg = colon && colon[1];
-		if (has_arg != (backend_args[i] != 0) || (colon && !has_arg))
+		if (has_arg != (backend_args[i][0] != 0) || (colon && !has_arg))
 			return -2;
 		*arg = has_arg ? colon + 1 : NULL;
 		return (int)i;
@@ -50,8 +50,10 @@ const char *fltrace_backend_list(char *buf, size_t cap)
 		if (i)
 			fmt_str(&f, i + 1 == FLTRACE_BACKEND_COUNT ? " or " : ", ");
 		fmt_str(&f, backend_names[i]);
-		if (backend_args[i])
-			fmt_str(&f, ":<dir>");
+		if (backend_args[i][0]) {
+			fmt_str(&f, ":");
+			fmt_str(&f, backend_args[i]);
+		}
 	}
 	return buf;
 }

@@ -9,7 +9,7 @@
 
 #define TODO_RECORD "run the program through 'fltrace record', which sets it"
 
-enum kind { K_U64, K_UNSIGNED, K_BOOL, K_WORD, K_POLICY, K_FAR, K_CORES, K_PATH };
+enum kind { K_U64, K_UNSIGNED, K_BOOL, K_WORD, K_POLICY, K_FAR, K_CORES, K_PATH, K_HEX16 };
 
 struct setting {
 	const char *name;
@@ -34,6 +34,11 @@ static const struct setting settings[] = {
 	{ FLTRACE_ENV_POLICY, K_POLICY, OFF(policy), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_FAR, K_FAR, OFF(far), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_FAR_LATENCY, K_U64, OFF(far_latency_ns), false, 0, 0, FLTRACE_MAX_FAR_LATENCY_US, NULL },
+	{ FLTRACE_ENV_FAR_REPLICAS, K_UNSIGNED, OFF(far_replicas), false, 1, 1, FLTRACE_MAX_FAR_REPLICAS, NULL },
+	{ FLTRACE_ENV_FAR_TIMEOUT, K_U64, OFF(far_timeout_ms), false, FLTRACE_DEFAULT_FAR_TIMEOUT_MS, 10,
+	  FLTRACE_MAX_FAR_TIMEOUT_MS, NULL },
+	{ FLTRACE_ENV_FAR_RUN, K_HEX16, OFF(far_run), false, 0, 0, 0, NULL },
+	{ FLTRACE_ENV_FAR_AUTH, K_PATH, OFF(far_auth), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_STACK_DEPTH, K_UNSIGNED, OFF(stack_depth), false, FLTRACE_DEFAULT_STACK_DEPTH, 1,
 	  FLTRACE_MAX_STACK_DEPTH, NULL },
 	{ FLTRACE_ENV_POLL, K_WORD, OFF(poll), false, RTCONFIG_POLL_PERCPU, 0, 0, poll_words },
@@ -124,7 +129,7 @@ static int parse_one(const struct setting *s, const char *v, struct rtconfig *c,
 			return refuse(err, s, v, id == -2 ? "has no argument, or one it does not take" :
 				      "is not a far-memory backend", todo);
 		}
-		if (arg && arg[0] != '/')
+		if (id == FLTRACE_BACKEND_file && arg[0] != '/')
 			return refuse(err, s, v, "does not name an absolute directory", TODO_RECORD);
 		c->far = id;
 		c->far_arg = arg;
@@ -139,7 +144,12 @@ static int parse_one(const struct setting *s, const char *v, struct rtconfig *c,
 	case K_PATH:
 		if (v && v[0] != '/')
 			return refuse(err, s, v, "is not an absolute path", TODO_RECORD);
-		c->outdir = v;
+		*(const char **)field = v;
+		return 0;
+	case K_HEX16:
+		if (v && (strlen(v) != 16 || strspn(v, "0123456789abcdef") != 16))
+			return refuse(err, s, v, "is not 16 lowercase hex digits", TODO_RECORD);
+		*(const char **)field = v;
 		return 0;
 	}
 	return 0;

@@ -23,6 +23,11 @@ static struct {
 
 static __attribute__((noreturn)) void far_die(const char *doing, int err, const char *todo)
 {
+	const char *bwhy, *btodo;
+	if (fa.b && fa.b->failure) {
+		int status = fa.b->failure(err, &bwhy, &btodo);
+		rt_die_status(status, "far memory", bwhy, btodo);
+	}
 	char why[256];
 	struct fmt f;
 	fmt_init(&f, why, sizeof(why));
@@ -54,7 +59,9 @@ void far_pages_out(uint32_t first, unsigned n)
 {
 	if (!fa.b->put || !n)
 		return;
+	uint64_t t0 = rt_mono_ns();
 	int err = fa.b->put(first, farmem_addr(first), n);
+	rt_time_add(&rt.stats.time.far_put, t0);
 	if (err < 0)
 		far_die("cannot write an evicted page to", err, "free space on that file system, or run with "
 			"a larger -L or --far mem");
@@ -90,10 +97,19 @@ const void *far_page_source(uint32_t slot)
 	atomic_fetch_add_explicit(&rt.stats.far_gets, 1, memory_order_relaxed);
 	if (!fa.b->get)
 		return farmem_addr(slot);
+	uint64_t t0 = rt_mono_ns();
 	int err = fa.b->get(slot, fa.page, 1);
+	rt_time_add(&rt.stats.time.far_get, t0);
 	if (err < 0)
 		far_die("cannot read an evicted page back from", err, "check that file system");
 	return fa.page;
+}
+
+void far_keys(uint64_t *ns, uint64_t *slots)
+{
+	*ns = *slots = 0;
+	if (fa.b && fa.b->keys)
+		fa.b->keys(ns, slots);
 }
 
 void far_fork_prepare(void)

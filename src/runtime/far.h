@@ -27,6 +27,12 @@ struct far_backend {
 	void (*fork_parent)(void);
 	void (*fork_child)(void);
 	const char *(*describe)(void); /* where the pages go, for messages */
+	/* Optional: the failure behind `err` (a call's return) in words, naming what failed and what
+	 * it cost (a server, the pages kept only there), with what to do; returns the exit status. */
+	int (*failure)(int err, const char **why, const char **todo);
+	/* Optional: where this process's pages are named on the medium, for clearing them after the
+	 * run (stats line far_ns, far_slots): its namespace, and a bound on the slots it wrote. */
+	void (*keys)(uint64_t *ns, uint64_t *slots);
 };
 
 const struct far_backend *far_backend_of(unsigned id); /* a row of backends.h; NULL past the table */
@@ -45,12 +51,14 @@ static inline void far_page_out(uint32_t slot)
 const void *far_page_source(uint32_t slot);
 bool far_is_local(void); /* far_page_source is a plain read of local memory (no medium, no wait) */
 void far_slots_freed(uint32_t first, unsigned n); /* farmem.c, when it empties a run of slots */
+void far_keys(uint64_t *ns, uint64_t *slots); /* the backend's keys call; 0, 0 without one */
 void far_fork_prepare(void);
 void far_fork_parent(void);
 void far_fork_child(void);
 
 /* The staging store (farmem.c): where every evicted page first lands. */
 int farmem_init(uint64_t slots);
+uint64_t farmem_slots(void);                       /* how many farmem_init made */
 int farmem_alloc_run(uint32_t n, uint32_t *first); /* n contiguous fresh slots */
 void farmem_free(uint32_t slot);                   /* released lazily, in batches */
 void *farmem_addr(uint32_t slot);

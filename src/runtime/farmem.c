@@ -37,6 +37,11 @@ int farmem_init(uint64_t slots)
 	return far.free_stack ? 0 : -ENOMEM;
 }
 
+uint64_t farmem_slots(void)
+{
+	return far.nslots;
+}
+
 int farmem_register(int fd)
 {
 	return uffd_register(fd, (uintptr_t)far.base, far.nslots << rt.page_shift);

@@ -16,6 +16,7 @@ enum rt_lock_level {
 	LOCK_TRACE_STACKS, /* tr.stack_lock (trace.c): the interned stacks */
 	LOCK_TRACE_GROW,   /* tr.grow_lock (trace.c): growing the trace file */
 	LOCK_STATS,        /* st.lock (stats.c): one stats line at a time */
+	LOCK_FAR_NET,      /* mcf.lock (far_memcached.c), mutex: the connections to the memory servers */
 	LOCK_FDS,          /* kp.lock (fdtable.c): one request to the fd keeper at a time */
 	LOCK_NR
 };

@@ -47,6 +47,10 @@ struct rt_config {
 	unsigned far;        /* enum fltrace_backend: a row of inc/fltrace/backends.h */
 	const char *far_arg; /* file: the directory (in the environment) */
 	uint64_t far_latency_ns; /* --far-latency: waited at each re-fetch */
+	unsigned far_replicas;   /* --far-replicas (memcached): servers that keep each page */
+	uint64_t far_timeout_ms; /* --far-timeout (memcached): a server silent this long is given up */
+	const char *far_run;     /* memcached: the run's id (16 hex digits, in the environment), or NULL */
+	const char *far_auth;    /* --far-auth (memcached): "user:password" file, or NULL */
 	unsigned stack_depth;
 	bool percpu;         /* --poll percpu: a SCHED_IDLE poller per CPU, faults routed (pollers.c) */
 	bool spin;           /* handler threads busy-poll instead of blocking */
@@ -72,6 +76,9 @@ struct rt_time_stats {
 	_Atomic uint64_t copyin;   /* UFFDIO_COPY of the page: zeros, its far copy or its file data */
 	_Atomic uint64_t signal;   /* queueing the stack signal to the faulting thread (tgkill) */
 	_Atomic uint64_t far_wait; /* --far-latency: the emulated medium's wait at re-fetches */
+	_Atomic uint64_t far_get;  /* a backend's re-fetch, all in (memcached: the get round trip and opening) */
+	_Atomic uint64_t far_put;  /* a backend's writes of evicted pages, all in */
+	_Atomic uint64_t far_seal; /* memcached: encrypting and authenticating pages, and opening them */
 	_Atomic uint64_t unwind;   /* stacks unwound by a handler (threads in system calls) */
 	_Atomic uint64_t record;   /* records written by a handler (stack interned, record appended) */
 	_Atomic uint64_t idle;     /* waiting for messages in poll */
@@ -100,6 +107,9 @@ struct rt_stats {
 	_Atomic uint64_t untracked_loader_file_bytes, untracked_loader_file_maps; /* ... and left alone */
 	_Atomic uint64_t allocs_big, allocs_sampled, allocs_page, allocs_maps, allocs_lost; /* allocation records */
 	_Atomic uint64_t far_puts, far_gets; /* pages written to and read from the far backend */
+	/* memcached: pipelined requests that carried evicted pages (one per server per run), re-fetches
+	 * a replica served (the first server failed or lacked the page), servers given up */
+	_Atomic uint64_t far_put_rounds, far_replica_gets, far_servers_lost;
 	/* --poll percpu (pollers.c): faults routed to another CPU's poller, routed faults another
 	 * poller took after they waited, faults the backstop served, pollers it gave normal priority */
 	_Atomic uint64_t faults_routed, faults_stolen, faults_backstop, pollers_boosted;
@@ -161,6 +171,8 @@ void rt_fork_child(void);     /* inside fork(), before other atfork handlers */
 void rt_fork_child_late(void); /* in our fork wrapper, after fork() returned */
 void rt_exit_flush(void);      /* _exit, exit: final stats line, trace truncated */
 __attribute__((noreturn)) void rt_die(const char *what, const char *why, const char *todo);
+/* rt_die with another exit status (FLTRACE_EXIT_FAR_LOST). */
+__attribute__((noreturn)) void rt_die_status(int status, const char *what, const char *why, const char *todo);
 __attribute__((noreturn)) void rt_die_bug(const char *file, int line, const char *cond);
 
 /* The C library's functions behind the ones preload/ interposes (libc.c). */

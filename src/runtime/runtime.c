@@ -158,6 +158,11 @@ bool rt_active(void)
 
 __attribute__((noreturn)) void rt_die(const char *what, const char *why, const char *todo)
 {
+	rt_die_status(FLTRACE_EXIT_RUNTIME, what, why, todo);
+}
+
+__attribute__((noreturn)) void rt_die_status(int status, const char *what, const char *why, const char *todo)
+{
 	char buf[1024];
 	struct fmt f;
 	fmt_init(&f, buf, sizeof(buf));
@@ -168,7 +173,7 @@ __attribute__((noreturn)) void rt_die(const char *what, const char *why, const c
 	fmt_str(&f, todo);
 	rt_log(buf);
 	rt_exit_flush();
-	syscall(SYS_exit_group, FLTRACE_EXIT_RUNTIME);
+	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
 }
 
@@ -214,6 +219,10 @@ static void config_parse(struct rt_config *c)
 	c->far = (unsigned)rc.far;
 	c->far_arg = rc.far_arg;
 	c->far_latency_ns = rc.far_latency_ns;
+	c->far_replicas = rc.far_replicas;
+	c->far_timeout_ms = rc.far_timeout_ms;
+	c->far_run = rc.far_run;
+	c->far_auth = rc.far_auth;
 	c->stack_depth = rc.stack_depth;
 	/* percpu (default): a poller per CPU, see pollers.c; adaptive: faults come in bursts, and
 	 * waking an idle vCPU costs 50-100 us here, so a handler polls 100 us after a fault before it

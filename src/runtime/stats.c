@@ -11,6 +11,7 @@
 #include "fltrace/fmt.h"
 #include "rt.h"
 #include "region.h"
+#include "far.h"
 #include "threads.h"
 #include "handler.h"
 #include "trace.h"
@@ -90,6 +91,9 @@ static void stats_time_kv(struct fmt *f, struct rt_time_stats *t)
 	kv(f, "t_evict_ns", atomic_load(&t->evict));
 	kv(f, "t_copyin_ns", atomic_load(&t->copyin));
 	kv(f, "t_far_wait_ns", atomic_load(&t->far_wait));
+	kv(f, "t_far_get_ns", atomic_load(&t->far_get));
+	kv(f, "t_far_put_ns", atomic_load(&t->far_put));
+	kv(f, "t_far_seal_ns", atomic_load(&t->far_seal));
 	kv(f, "t_signal_ns", atomic_load(&t->signal));
 	kv(f, "t_unwind_ns", atomic_load(&t->unwind));
 	kv(f, "t_record_ns", atomic_load(&t->record));
@@ -183,11 +187,20 @@ void stats_write_line(void)
 	kv(&f, "tracer_pid", status.tracer);
 	kv(&f, "far_puts", atomic_load(&s->far_puts));
 	kv(&f, "far_gets", atomic_load(&s->far_gets));
+	kv(&f, "far_put_rounds", atomic_load(&s->far_put_rounds));
+	kv(&f, "far_replica_gets", atomic_load(&s->far_replica_gets));
+	kv(&f, "far_servers_lost", atomic_load(&s->far_servers_lost));
 	kv(&f, "faults_routed", atomic_load(&s->faults_routed));
 	kv(&f, "faults_stolen", atomic_load(&s->faults_stolen));
 	kv(&f, "faults_backstop", atomic_load(&s->faults_backstop));
 	kv(&f, "pollers_boosted", atomic_load(&s->pollers_boosted));
 	kv(&f, "far_latency_ns", rt.cfg.far_latency_ns);
+	uint64_t far_ns, far_slots;
+	far_keys(&far_ns, &far_slots);
+	if (far_slots) {
+		kv(&f, "far_ns", far_ns);
+		kv(&f, "far_slots", far_slots);
+	}
 	stats_time_kv(&f, &s->time);
 	fmt_char(&f, '\n');
 	rt_spin_lock(&st.lock, LOCK_STATS);

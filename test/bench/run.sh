@@ -4,7 +4,7 @@
 #
 # Environment: BENCH_RUNS (default 5; 3 with BENCH_QUICK=1), BENCH_QUICK=1 (smaller sizes),
 # BENCH_ONLY="fillscan bfs floor" (a subset: workloads, `floor` for the userfaultfd floor alone,
-# `report` for the speed of `fltrace report`), BENCH_TIMEOUT (s per run, default 120),
+# `report` for the speed of `fltrace report`, `remote` for far memory on a memcached server), BENCH_TIMEOUT (s per run, default 120),
 # BENCH_RECORD_OPTS (extra `fltrace record` options, e.g. "--poll spin"), BENCH_BFS_SCALE (graph of
 # 2^N vertices, default 19), FLTRACE_BUILD (build directory, default build), BENCH_POLICIES (eviction
 # policies run at a quarter of the peak besides the default, default: every policy of the table;
@@ -40,7 +40,7 @@ BFS_SCALE=${BENCH_BFS_SCALE:-$BFS_SCALE}
 # costs are compared with) and the speed of `fltrace report` (from the largest trace of this run,
 # and a synthetic one).
 ALL_WORKLOADS=(startup fillscan fillscan-8t libcalls bfs bfs-2t hotcold python sqlite sort)
-KNOWN=("${ALL_WORKLOADS[@]}" floor designs report)
+KNOWN=("${ALL_WORKLOADS[@]}" floor designs report remote)
 SELECTED=("${KNOWN[@]}")
 if [ -n "${BENCH_ONLY:-}" ]; then
 	read -r -a SELECTED <<< "$BENCH_ONLY"
@@ -472,6 +472,13 @@ if selected designs; then
 	"$BENCH_BIN/serve_designs" "$DESIGN_PAGES" "$FLOOR_REPS" > "$TMP/designs" || PROBLEMS+=("serve_designs failed")
 fi
 
+: > "$TMP/remote"
+if selected remote; then
+	say "bench: remote far memory (memcached on loopback; test/bench/remote.sh)"
+	ROOT=$ROOT B=$B FLTRACE=$FLTRACE BENCH_BIN=$BENCH_BIN RUNS=$RUNS TMP=$TMP FS_MB=$FS_MB TIMEOUT=$TIMEOUT \
+		bash "$ROOT/test/bench/remote.sh" > "$TMP/remote" || PROBLEMS+=("remote.sh failed")
+fi
+
 REPORT_LINES=()
 big= bigf=0 # the trace directory (last run of each workload and mode) with most faults
 selected report && say "bench: report speed"
@@ -562,6 +569,10 @@ cat <<- 'EOF'
 	line compares them with fillscan. report rows: `fltrace report` speed. Noise: shared VM; read
 	ratios and orders of magnitude, compare only numbers from the same invocation.
 	EOF
+if [ -s "$TMP/remote" ]; then
+	cat "$TMP/remote"
+	cp "$TMP/remote" "$RESULTS/remote-$DATE.txt"
+fi
 if [ -n "${BENCH_ONLY:-}" ]; then
 	echo "results: $RESULTS/$LATEST.csv ($LATEST-runs.csv for every run)"
 else

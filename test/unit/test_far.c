@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "far.h"
+#include "fltrace/memcache.h"
+#include <sys/wait.h>
 
 struct rt rt = { .page_size = 4096, .page_shift = 12 };
 static int failures;
@@ -71,13 +73,41 @@ uint64_t rt_time_add(_Atomic uint64_t *counter, uint64_t t0)
 	return now;
 }
 
+int fdtable_call(int (*fn)(void *), void *arg)
+{
+	return fn(arg); /* one fd table here */
+}
+void rt_fd_close(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+size_t rt_read_file(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, cap, f) : 0;
+	if (f)
+		fclose(f);
+	return n;
+}
+void rt_log(const char *msg)
+{
+	printf("    fltrace: %s\n", msg);
+}
+
 /* rt_die stops the run: here it comes back to the case that expected it, with its message. */
 static jmp_buf died;
 static char died_msg[512];
-void rt_die(const char *what, const char *why, const char *todo)
+static int died_status;
+void rt_die_status(int status, const char *what, const char *why, const char *todo)
 {
 	snprintf(died_msg, sizeof(died_msg), "fltrace: %s: %s; %s", what, why, todo);
+	died_status = status;
 	longjmp(died, 1);
+}
+void rt_die(const char *what, const char *why, const char *todo)
+{
+	rt_die_status(FLTRACE_EXIT_RUNTIME, what, why, todo);
 }
 
 /* ---- cases ---- */
@@ -119,12 +149,24 @@ static int evict_run(unsigned n, unsigned seed, uint32_t *first)
 	return 0;
 }
 
+/* The argument each backend of the table takes here: a directory, the test session's servers. */
+static const char *backend_arg(unsigned id, const char *dir)
+{
+	if (id == FLTRACE_BACKEND_memcached)
+		return getenv("FLTRACE_TEST_MEMCACHED");
+	return far_backend_of(id)->put ? dir : NULL;
+}
+
 static void test_backend(unsigned id, const char *dir)
 {
 	const char *name = fltrace_backend_name(id);
 	char detail[128];
 	rt.cfg.far = id;
-	rt.cfg.far_arg = far_backend_of(id)->put ? dir : NULL;
+	rt.cfg.far_arg = backend_arg(id, dir);
+	if (id == FLTRACE_BACKEND_memcached && !rt.cfg.far_arg) {
+		printf("SKIP far_%s: no test servers (FLTRACE_TEST_MEMCACHED, set by test/run.sh)\n", name);
+		return;
+	}
 	check(farmem_init(SLOTS) == 0 && far_init() == 0, "init", name, "the store or backend did not start");
 
 	/* Round trips: runs of 1, 7 and 64 slots; every page comes back byte for byte. */
@@ -226,6 +268,212 @@ static void test_file(const char *dir)
 	check(b->init("/proc") < 0, "bad_dir_refused", "file", "init in /proc succeeded");
 }
 
+/* ---- the memcached backend against the test session's servers ---- */
+
+static char mc_run[17]; /* this test's run: its items' prefix, random */
+
+/* The keys of this run on a server (lru_crawler metadump, the text protocol), newline-separated. */
+static size_t mc_keys(const struct mc_addr *a, char *out, size_t cap)
+{
+	int fd = mc_connect(a, mc_deadline(2000));
+	if (fd < 0)
+		return 0;
+	char buf[65536], line[512];
+	size_t n = 0, ll = 0;
+	char want[64];
+	snprintf(want, sizeof(want), "key=fltrace%%3A%s%%3A", mc_run);
+	mc_send(fd, "lru_crawler metadump all\r\n", 26, mc_deadline(2000));
+	for (bool done = false; !done;) {
+		long got = mc_recv_some(fd, buf, sizeof(buf), mc_deadline(5000));
+		if (got <= 0)
+			break;
+		for (long i = 0; i < got && !done; i++) {
+			if (buf[i] != '\n') {
+				if (ll + 1 < sizeof(line))
+					line[ll++] = buf[i];
+				continue;
+			}
+			line[ll] = 0;
+			ll = 0;
+			done = !strncmp(line, "END", 3) || !strncmp(line, "BUSY", 4);
+			if (strncmp(line, want, strlen(want)))
+				continue;
+			char *k = line + 4;
+			k[strcspn(k, " ")] = 0;
+			for (char *c = k; *c; c++) /* %3A back to ':' */
+				if (c[0] == '%' && c[1] == '3' && c[2] == 'A') {
+					*c = ':';
+					memmove(c + 1, c + 3, strlen(c + 3) + 1);
+				}
+			n += (size_t)snprintf(out + n, cap - n, "%s\n", k);
+		}
+	}
+	mc_close(fd);
+	return n;
+}
+
+/* The server and key of the item holding `slot` (the key ends in ":<slot hex>"), or false. */
+static bool mc_find(const struct mc_addr *v, unsigned nv, uint32_t slot, unsigned *server, char *key)
+{
+	static char keys[1 << 20];
+	char tail[16];
+	snprintf(tail, sizeof(tail), ":%x\n", slot);
+	for (unsigned s = 0; s < nv; s++) {
+		mc_keys(&v[s], keys, sizeof(keys));
+		for (char *k = keys; *k; k = strchr(k, '\n') + 1) {
+			size_t len = strcspn(k, "\n");
+			if (len > strlen(tail) - 1 && !strncmp(k + len - (strlen(tail) - 1), tail, strlen(tail) - 1)) {
+				memcpy(key, k, len);
+				key[len] = 0;
+				*server = s;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* A raw get or set of one item, as someone with access to the server would. */
+static long mc_raw(const struct mc_addr *a, uint8_t op, const char *key, void *val, size_t len)
+{
+	int fd = mc_connect(a, mc_deadline(2000));
+	static char req[MC_HDR + 8 + 256 + 8192];
+	size_t n = mc_request(req, op, 0, key, (uint16_t)strlen(key), op == MC_SET ? (uint32_t)len : 0);
+	if (op == MC_SET) {
+		memcpy(req + n, val, len);
+		n += len;
+	}
+	struct mc_response r;
+	long got = -1;
+	if (fd >= 0 && !mc_send(fd, req, n, mc_deadline(2000)) && !mc_recv_response(fd, &r, mc_deadline(2000))) {
+		size_t vl = r.bodylen - r.extlen - r.keylen;
+		if (r.status == MC_OK && op == MC_GET && vl <= len && !mc_skip(fd, r.extlen + r.keylen, mc_deadline(2000)) &&
+		    !mc_recv(fd, val, vl, mc_deadline(2000)))
+			got = (long)vl;
+		else if (r.status == MC_OK && op != MC_GET)
+			got = 0;
+	}
+	mc_close(fd);
+	return got;
+}
+
+/* far_page_source stops the run (here: comes back) with the failure's status and message. */
+static bool source_refused(uint32_t slot, int *status)
+{
+	died_msg[0] = 0;
+	if (setjmp(died) == 0) {
+		far_page_source(slot);
+		return false;
+	}
+	*status = died_status;
+	return true;
+}
+
+/* This test's items go (what fltrace record does after a run). */
+static void mc_clear(const char *list)
+{
+	struct mc_addr v[MC_SERVERS_MAX];
+	unsigned nv;
+	char bad[64];
+	static char keys[1 << 20];
+	if (!list || mc_list_parse(list, v, MC_SERVERS_MAX, &nv, bad, sizeof(bad)) < 0)
+		return;
+	for (unsigned s = 0; s < nv; s++) {
+		mc_keys(&v[s], keys, sizeof(keys));
+		for (char *k = keys; *k; k = strchr(k, '\n') + 1) {
+			k[strcspn(k, "\n")] = 0;
+			mc_raw(&v[s], MC_DELETE, k, NULL, 0);
+			k[strlen(k)] = '\n';
+		}
+	}
+}
+
+static void test_memcached(const char *list)
+{
+	const struct far_backend *b = far_backend_of(FLTRACE_BACKEND_memcached);
+	struct mc_addr v[MC_SERVERS_MAX];
+	unsigned nv, s1, s2;
+	char bad[64], k1[128], k2[128];
+	static unsigned char page[4096], item[8192], old[8192];
+	int status = 0;
+	if (!list || mc_list_parse(list, v, MC_SERVERS_MAX, &nv, bad, sizeof(bad)) < 0) {
+		printf("SKIP far_memcached_items: no test servers (FLTRACE_TEST_MEMCACHED, set by test/run.sh)\n");
+		return;
+	}
+	/* (far_init ran in test_backend just before: the keys are this run's, rt.cfg.far_run.) */
+	/* No page content in the clear: a page of one repeated 16-byte line is nowhere in its item. */
+	for (unsigned i = 0; i < 4096; i++)
+		page[i] = "fltrace-secret!!"[i % 16];
+	memcpy(farmem_addr(5), page, 4096);
+	far_pages_out(5, 1);
+	bool found = mc_find(v, nv, 5, &s1, k1);
+	long n = found ? mc_raw(&v[s1], MC_GET, k1, item, sizeof(item)) : -1;
+	check(n == 4136 && !memmem(item, (size_t)n, "fltrace-secret!!", 16) && !memmem(item, (size_t)n, "secret", 6),
+	      "no_plaintext", "memcached", found ? "the item holds the page's bytes (or was not read)" : "no item for slot 5");
+
+	/* Altered on the server: refused, the run stops with FLTRACE_EXIT_FAR_LOST. */
+	if (n > 0) {
+		item[n / 2] ^= 0x55;
+		mc_raw(&v[s1], MC_SET, k1, item, (size_t)n);
+	}
+	check(source_refused(5, &status) && status == FLTRACE_EXIT_FAR_LOST && strstr(died_msg, "altered"),
+	      "altered_refused", "memcached", died_msg[0] ? died_msg : "the altered page was accepted");
+
+	/* Swapped with another slot's item (slots 6 and 7 on whatever servers): refused. */
+	fill(farmem_addr(6), 66);
+	fill(farmem_addr(7), 77);
+	far_pages_out(6, 2);
+	long n6 = mc_find(v, nv, 6, &s1, k1) ? mc_raw(&v[s1], MC_GET, k1, item, sizeof(item)) : -1;
+	long n7 = mc_find(v, nv, 7, &s2, k2) ? mc_raw(&v[s2], MC_GET, k2, old, sizeof(old)) : -1;
+	if (n6 > 0 && n7 > 0) {
+		mc_raw(&v[s1], MC_SET, k1, old, (size_t)n7);
+		mc_raw(&v[s2], MC_SET, k2, item, (size_t)n6);
+	}
+	check(n6 > 0 && n7 > 0 && source_refused(6, &status) && source_refused(7, &status),
+	      "swapped_refused", "memcached", "a page swapped with another slot's was accepted");
+
+	/* Replayed: slot 8's first version put back after a second was written there. */
+	fill(farmem_addr(8), 81);
+	far_pages_out(8, 1);
+	long n8 = mc_find(v, nv, 8, &s1, k1) ? mc_raw(&v[s1], MC_GET, k1, old, sizeof(old)) : -1;
+	fill(farmem_addr(8), 82);
+	far_pages_out(8, 1);
+	{
+		bool ok = n8 > 0 && holds(far_page_source(8), 82);
+		mc_raw(&v[s1], MC_SET, k1, old, (size_t)n8);
+		check(ok && source_refused(8, &status), "replayed_refused", "memcached",
+		      "an older version of the slot's page was accepted");
+	}
+	/* Dropped by the server: the run stops, naming the server and the slot. */
+	fill(farmem_addr(9), 99);
+	far_pages_out(9, 1);
+	if (mc_find(v, nv, 9, &s1, k1))
+		mc_raw(&v[s1], MC_DELETE, k1, NULL, 0);
+	check(source_refused(9, &status) && status == FLTRACE_EXIT_FAR_LOST && strstr(died_msg, "does not have the "
+	      "evicted page of slot 9"), "dropped_page_stops", "memcached", died_msg[0] ? died_msg : "no stop");
+
+	/* Fork: the child reads its own copy of the far pages, as they were at the fork; the parent's
+	 * later writes do not reach it. (The slots spoiled above are freed first: a fork copies every
+	 * far page, and a spoiled one would stop it.) */
+	b->free(5, 5);
+	fill(farmem_addr(10), 5);
+	far_pages_out(10, 1);
+	int err = b->fork_prepare();
+	pid_t pid = err ? -1 : fork();
+	if (pid == 0) {
+		b->fork_child();
+		unsigned char back[4096];
+		_exit(b->get(10, back, 1) == 0 && holds(back, 5) ? 0 : 1);
+	}
+	fill(farmem_addr(10), 6);
+	far_pages_out(10, 1);
+	int ws = -1;
+	if (pid > 0)
+		waitpid(pid, &ws, 0);
+	check(pid > 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && holds(far_page_source(10), 6), "fork_copy",
+	      "memcached", "the child's copy differs from the parent's page at the fork, or the parent's changed");
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/fltrace-far-test.XXXXXX";
@@ -233,9 +481,20 @@ int main(void)
 		printf("FAIL far_tmpdir: %s\n", strerror(errno));
 		return 1;
 	}
-	for (unsigned id = 0; id < FLTRACE_BACKEND_COUNT; id++)
+	srand((unsigned)getpid() ^ (unsigned)time(NULL));
+	for (int i = 0; i < 16; i++)
+		mc_run[i] = "0123456789abcdef"[rand() % 16];
+	rt.cfg.far_run = mc_run;
+	rt.cfg.far_timeout_ms = 120000; /* a slow server on a busy machine is no verdict here */
+	/* each backend's own cases right after its walk, while it is the one far.c uses */
+	for (unsigned id = 0; id < FLTRACE_BACKEND_COUNT; id++) {
 		test_backend(id, dir);
-	test_file(dir);
+		if (id == FLTRACE_BACKEND_file)
+			test_file(dir);
+		if (id == FLTRACE_BACKEND_memcached)
+			test_memcached(getenv("FLTRACE_TEST_MEMCACHED"));
+	}
+	mc_clear(getenv("FLTRACE_TEST_MEMCACHED"));
 	check(far_backend_of(FLTRACE_BACKEND_COUNT) == NULL, "past_table", "table", "a backend past the table");
 	rmdir(dir);
 	return failures ? 1 : 0;

@@ -1,0 +1,746 @@
+/* The `memcached:<host:port,...>` backend: evicted pages kept on a pool of memcached servers, placed
+ * by consistent hashing (each on --far-replicas of them), encrypted and authenticated with libsodium. */
+#include <errno.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "far.h"
+#include "fltrace/fmt.h"
+#include "fltrace/memcache.h"
+
+/* An item: its nonce, then the page sealed with an AEAD (AES-256-GCM where the CPU has AES-NI,
+ * XChaCha20-Poly1305 elsewhere) under a key made at start that never leaves the process. The
+ * associated data is the item's key (the run, this process's namespace and the slot) and the
+ * slot's version, counted up at every write: a page altered, swapped with another slot's, another
+ * process's or run's, or an older version of its own slot, fails to open. Nonces count up too: a
+ * fork child seals under a key of its own (made at the fork), so no nonce is ever used twice. */
+#define MCF_PAGE 4096u
+#define MCF_NONCE 24u /* room for either AEAD's nonce */
+#define MCF_ITEM (MCF_NONCE + MCF_PAGE + 16u)
+#define MCF_KEYBYTES 32u
+#define MCF_KEY_MAX 48
+#define MCF_REQ_MAX (MC_HDR + 8 + MCF_KEY_MAX + MCF_ITEM)
+#define MCF_BATCH 64      /* pages per pipelined request (evict.c moves runs of at most 64) */
+#define MCF_POINTS 160    /* points per server on the hash ring */
+/* A server that does not answer within --far-timeout (2 s by default) is given up: kill -STOP. */
+#define MCF_IO_MS (rt.cfg.far_timeout_ms ? rt.cfg.far_timeout_ms : FLTRACE_DEFAULT_FAR_TIMEOUT_MS)
+#define MCF_NOOP_OPAQUE 0xffffffffu
+/* The stats line, written once a second, says how far a process's slots go, with this margin: so
+ * that fltrace record can clear them from a server it cannot list (SASL) after a process died by a
+ * signal, unless it wrote more than 256 MB of new slots in its last second. */
+#define MCF_BOUND_MARGIN 65536u
+
+struct mcf_server {
+	struct mc_addr addr;
+	int fd;         /* ours (the private table), -1: not connected, connects at first use */
+	bool dead;      /* given up: it failed, and so did a new connection */
+	char *buf;      /* the requests being built for it */
+	size_t len;
+	unsigned pages; /* pages in buf */
+};
+
+struct mcf_point {
+	uint32_t hash, server;
+};
+
+static struct {
+	pthread_mutex_t lock; /* the connections and the bookkeeping below (calls may come from any thread) */
+	struct mcf_server s[MC_SERVERS_MAX];
+	unsigned n, replicas;
+	struct mcf_point ring[MC_SERVERS_MAX * MCF_POINTS];
+	unsigned npoints;
+	bool gcm;             /* AES-256-GCM (hardware AES), else XChaCha20-Poly1305 */
+	struct mcf_ns {
+		uint32_t proc;    /* this process's namespace in the run */
+		unsigned char key[MCF_KEYBYTES];
+		uint64_t nonce;   /* the next nonce under this key */
+	} ns, child;          /* ours, and the one made for a fork child during the fork */
+	char run[17];         /* the run's id: every process of a run shares it (the CLI clears by it) */
+	uint64_t *ver;        /* per slot: the version of the page kept there, 0: none */
+	uint16_t *where;      /* per slot: the servers its page was written to, a bit each */
+	uint16_t *child_where; /* the same for a fork child's copies, made during the fork */
+	uint64_t nslots, hi;  /* slots [0, hi) were written at least once */
+	_Atomic uint64_t bound; /* published in the stats line (far_slots): hi and a margin */
+	uint64_t next_ver;
+	unsigned char *item;  /* one item read back */
+	unsigned char *pages; /* pages on their way to a fork child's namespace */
+	char user[128], password[128];
+	bool auth;
+	/* the last failure, for far.c's message */
+	char why[384];
+	const char *todo;
+	int status;
+	char desc[96];
+} mcf = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* ---- placement: a ring of points, MCF_POINTS per server ---- */
+
+static const unsigned char ring_key[crypto_shorthash_KEYBYTES]; /* fixed: the same list places alike */
+
+static uint32_t mcf_hash(const void *p, size_t n)
+{
+	unsigned char h[crypto_shorthash_BYTES];
+	crypto_shorthash(h, p, n, ring_key);
+	return (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+}
+
+static void ring_sort(void)
+{
+	for (unsigned i = 1; i < mcf.npoints; i++) { /* insertion sort: 2,560 points at most, once */
+		struct mcf_point p = mcf.ring[i];
+		unsigned j = i;
+		while (j && mcf.ring[j - 1].hash > p.hash) {
+			mcf.ring[j] = mcf.ring[j - 1];
+			j--;
+		}
+		mcf.ring[j] = p;
+	}
+}
+
+static void ring_build(void)
+{
+	mcf.npoints = 0;
+	for (unsigned s = 0; s < mcf.n; s++)
+		for (unsigned i = 0; i < MCF_POINTS; i++) {
+			char name[MC_NAME_MAX + 16];
+			struct fmt f;
+			fmt_init(&f, name, sizeof(name));
+			fmt_str(&f, mcf.s[s].addr.name);
+			fmt_char(&f, '-');
+			fmt_u64(&f, i);
+			mcf.ring[mcf.npoints++] = (struct mcf_point){ mcf_hash(name, fmt_len(&f)), s };
+		}
+	ring_sort();
+}
+
+/* Up to `want` distinct servers of `allowed` (a bit per server), in ring order from the key's hash:
+ * where a page is written (the live servers, `replicas` of them) or read (those it was written to). */
+static unsigned ring_route(const char *key, size_t klen, uint32_t allowed, unsigned want, unsigned *out)
+{
+	uint32_t h = mcf_hash(key, klen);
+	unsigned lo = 0, hi = mcf.npoints, n = 0;
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+		if (mcf.ring[mid].hash < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	uint32_t seen = 0;
+	for (unsigned i = 0; i < mcf.npoints && n < want; i++) {
+		unsigned s = mcf.ring[(lo + i) % mcf.npoints].server;
+		if ((seen & (1u << s)) || !(allowed & (1u << s)))
+			continue;
+		seen |= 1u << s;
+		out[n++] = s;
+	}
+	return n;
+}
+
+static uint32_t live_mask(void)
+{
+	uint32_t m = 0;
+	for (unsigned s = 0; s < mcf.n; s++)
+		if (!mcf.s[s].dead)
+			m |= 1u << s;
+	return m;
+}
+
+static size_t key_of(uint32_t proc, uint32_t slot, char *key)
+{
+	struct fmt f;
+	fmt_init(&f, key, MCF_KEY_MAX);
+	fmt_str(&f, "fltrace:");
+	fmt_str(&f, mcf.run);
+	fmt_char(&f, ':');
+	char p[9];
+	for (int i = 0; i < 8; i++)
+		p[i] = "0123456789abcdef"[(proc >> (28 - 4 * i)) & 15];
+	p[8] = 0;
+	fmt_str(&f, p);
+	fmt_char(&f, ':');
+	fmt_hex(&f, slot);
+	return fmt_len(&f);
+}
+
+/* ---- sealing ---- */
+
+static void ad_of(const char *key, size_t klen, uint64_t ver, unsigned char *ad)
+{
+	memcpy(ad, key, klen);
+	memcpy(ad + klen, &ver, sizeof(ver));
+}
+
+static void mcf_seal(struct mcf_ns *ns, unsigned char *item, const void *page, const char *key, size_t klen,
+		     uint64_t ver)
+{
+	unsigned char ad[MCF_KEY_MAX + 8];
+	uint64_t t0 = rt_mono_ns();
+	ad_of(key, klen, ver, ad);
+	memset(item, 0, MCF_NONCE);
+	uint64_t nonce = ns->nonce++;
+	memcpy(item, &nonce, sizeof(nonce));
+	if (mcf.gcm)
+		crypto_aead_aes256gcm_encrypt(item + MCF_NONCE, NULL, page, MCF_PAGE, ad, klen + 8, NULL, item, ns->key);
+	else
+		crypto_aead_xchacha20poly1305_ietf_encrypt(item + MCF_NONCE, NULL, page, MCF_PAGE, ad, klen + 8, NULL,
+							   item, ns->key);
+	rt_time_add(&rt.stats.time.far_seal, t0);
+}
+
+static bool mcf_open(const struct mcf_ns *ns, void *page, const unsigned char *item, const char *key, size_t klen,
+		     uint64_t ver)
+{
+	unsigned char ad[MCF_KEY_MAX + 8];
+	uint64_t t0 = rt_mono_ns();
+	ad_of(key, klen, ver, ad);
+	bool ok = (mcf.gcm ? crypto_aead_aes256gcm_decrypt(page, NULL, NULL, item + MCF_NONCE, MCF_ITEM - MCF_NONCE,
+							   ad, klen + 8, item, ns->key) :
+		   crypto_aead_xchacha20poly1305_ietf_decrypt(page, NULL, NULL, item + MCF_NONCE, MCF_ITEM - MCF_NONCE,
+							      ad, klen + 8, item, ns->key)) == 0;
+	rt_time_add(&rt.stats.time.far_seal, t0);
+	return ok;
+}
+
+static void ns_make(struct mcf_ns *ns)
+{
+	randombytes_buf(&ns->proc, sizeof(ns->proc));
+	randombytes_buf(ns->key, sizeof(ns->key));
+	ns->nonce = 0;
+}
+
+/* ---- failures, in words ---- */
+
+/* Keeps the failure for far.c's message: "server <name> <what>[<num><tail>]" (no server: just what). */
+static int mcf_fail(int err, int status, const char *todo, const char *server, const char *what, uint64_t num,
+		    const char *tail)
+{
+	struct fmt f;
+	fmt_init(&f, mcf.why, sizeof(mcf.why));
+	if (server) {
+		fmt_str(&f, "server ");
+		fmt_str(&f, server);
+		fmt_char(&f, ' ');
+	}
+	fmt_str(&f, what);
+	if (tail) {
+		fmt_u64(&f, num);
+		fmt_str(&f, tail);
+	}
+	mcf.todo = todo;
+	mcf.status = status;
+	return err;
+}
+
+static void mcf_fail_append(const char *s)
+{
+	size_t n = strlen(mcf.why), k = strlen(s);
+	if (n + k < sizeof(mcf.why))
+		memcpy(mcf.why + n, s, k + 1);
+}
+
+/* Pages kept only on servers given up: lost. */
+static uint64_t pages_lost(void)
+{
+	uint64_t lost = 0;
+	for (uint64_t slot = 0; slot < mcf.hi; slot++) {
+		lost += mcf.ver[slot] && !(mcf.where[slot] & live_mask());
+	}
+	return lost;
+}
+
+/* Server s failed for good: given up. Its pages live on where they have replicas; if some had
+ * none, the run cannot go on (the failure names the server and how many). */
+static int server_lost(unsigned s, int err)
+{
+	mcf.s[s].dead = true;
+	atomic_fetch_add(&rt.stats.far_servers_lost, 1);
+	rt_fd_close(mcf.s[s].fd);
+	mcf.s[s].fd = -1;
+	uint64_t lost = pages_lost();
+	const char *name = mcf.s[s].addr.name, *how = mc_conn_strerror(err);
+	char what[160];
+	struct fmt f;
+	fmt_init(&f, what, sizeof(what));
+	fmt_str(&f, how);
+	if (lost) {
+		fmt_str(&f, "; evicted pages kept only there, now lost: ");
+		return mcf_fail(-EHOSTDOWN, FLTRACE_EXIT_FAR_LOST, "keep every server up for the whole run, or run "
+				"with --far-replicas 2", name, what, lost, "");
+	}
+	unsigned live = 0;
+	for (unsigned i = 0; i < mcf.n; i++)
+		live += !mcf.s[i].dead;
+	if (!live) {
+		fmt_str(&f, "; no server is left");
+		return mcf_fail(-EHOSTDOWN, FLTRACE_EXIT_FAR_LOST, "keep the servers up for the whole run", name, what,
+				0, NULL);
+	}
+	char note[256];
+	fmt_init(&f, note, sizeof(note));
+	fmt_str(&f, "note: far memory: server ");
+	fmt_str(&f, name);
+	fmt_char(&f, ' ');
+	fmt_str(&f, how);
+	fmt_str(&f, "; its pages are read from their replicas from now on");
+	rt_log(note);
+	return 0;
+}
+
+/* ---- connections ---- */
+
+static int conn_open(struct mcf_server *s)
+{
+	uint64_t deadline = mc_deadline(MCF_IO_MS);
+	int fd = mc_connect(&s->addr, deadline);
+	if (fd < 0)
+		return fd;
+	fd = rt_fd_own(fd); /* in the private table (or, in a fork child's window, kept by its keeper) */
+	int err = mcf.auth ? mc_sasl_plain(fd, mcf.user, mcf.password, deadline) : 0;
+	if (err) {
+		rt_fd_close(fd);
+		return err;
+	}
+	s->fd = fd;
+	return 0;
+}
+
+/* Sends what was built for s, once more on a new connection if the first fails. */
+static int conn_send(struct mcf_server *s, const void *buf, size_t len)
+{
+	for (int attempt = 0;; attempt++) {
+		int err = s->fd < 0 ? conn_open(s) : 0;
+		if (!err)
+			err = mc_send(s->fd, buf, len, mc_deadline(MCF_IO_MS));
+		if (!err || attempt == 1 || err == -EACCES)
+			return err;
+		rt_fd_close(s->fd);
+		s->fd = -1;
+	}
+}
+
+/* ---- writing pages ---- */
+
+static void buf_add_page(struct mcf_ns *ns, struct mcf_server *s, uint32_t opaque, const char *key, size_t klen,
+			 const unsigned char *sealed, const void *page, uint64_t ver)
+{
+	char *p = s->buf + s->len;
+	size_t n = mc_request(p, MC_SETQ, opaque, key, (uint16_t)klen, MCF_ITEM);
+	if (sealed)
+		memcpy(p + n, sealed, MCF_ITEM);
+	else
+		mcf_seal(ns, (unsigned char *)p + n, page, key, klen, ver);
+	s->len += n + MCF_ITEM;
+	s->pages++;
+}
+
+/* Reads s's answers to a pipeline of SETQs ended by a NOOP: only failures answer before the NOOP. */
+static int put_answers(struct mcf_server *s, uint16_t *status)
+{
+	uint64_t deadline = mc_deadline(MCF_IO_MS);
+	*status = MC_OK;
+	for (;;) {
+		struct mc_response r;
+		int err = mc_recv_response(s->fd, &r, deadline);
+		if (!err)
+			err = mc_skip(s->fd, r.bodylen, deadline);
+		if (err)
+			return err;
+		if (r.opcode == MC_NOOP && r.opaque == MCF_NOOP_OPAQUE)
+			return 0;
+		if (r.status != MC_OK && *status == MC_OK)
+			*status = r.status;
+	}
+}
+
+/* The pages `pages` (page i for slots[i]) under namespace proc, each with version vers[i], sealed once
+ * and written to their live servers: one pipelined request per server. A server that fails is given
+ * up (server_lost) and the batch written again without it. */
+static int put_batch(const uint32_t *slots, const unsigned char *pages, const uint64_t *vers, unsigned n,
+		     struct mcf_ns *ns, uint16_t *where)
+{
+	for (unsigned round = 0; round <= mcf.n; round++) {
+		for (unsigned s = 0; s < mcf.n; s++)
+			mcf.s[s].len = mcf.s[s].pages = 0;
+		for (unsigned i = 0; i < n; i++) {
+			char key[MCF_KEY_MAX];
+			size_t klen = key_of(ns->proc, slots[i], key);
+			unsigned route[MC_SERVERS_MAX], k = ring_route(key, klen, live_mask(), mcf.replicas, route);
+			if (!k)
+				return mcf_fail(-EHOSTDOWN, FLTRACE_EXIT_FAR_LOST, "keep the servers up for the whole run",
+						NULL, "no server is left to keep evicted pages", 0, NULL);
+			struct mcf_server *first = &mcf.s[route[0]];
+			const unsigned char *sealed = (unsigned char *)first->buf + first->len +
+				(MC_HDR + 8 + klen);
+			buf_add_page(ns, first, i, key, klen, NULL, pages + (size_t)i * MCF_PAGE, vers[i]);
+			where[slots[i]] = (uint16_t)(1u << route[0]);
+			for (unsigned r = 1; r < k; r++) {
+				buf_add_page(ns, &mcf.s[route[r]], i, key, klen, sealed, NULL, 0);
+				where[slots[i]] |= (uint16_t)(1u << route[r]);
+			}
+		}
+		int err = 0;
+		unsigned bad = 0;
+		for (unsigned s = 0; s < mcf.n && !err; s++) {
+			struct mcf_server *sv = &mcf.s[s];
+			if (!sv->pages)
+				continue;
+			sv->len += mc_request(sv->buf + sv->len, MC_NOOP, MCF_NOOP_OPAQUE, NULL, 0, 0);
+			if ((err = conn_send(sv, sv->buf, sv->len)))
+				bad = s;
+			atomic_fetch_add(&rt.stats.far_put_rounds, 1);
+		}
+		for (unsigned s = 0; s < mcf.n && !err; s++) {
+			uint16_t status;
+			if (!mcf.s[s].pages)
+				continue;
+			if ((err = put_answers(&mcf.s[s], &status)))
+				bad = s;
+			else if (status != MC_OK) {
+				mcf_fail(-ENOSPC, FLTRACE_EXIT_RUNTIME, status == MC_ENOMEM ? "give it more memory "
+					 "(memcached -m), add servers, or run with a larger -L" : "check that server",
+					 mcf.s[s].addr.name, "refused to store an evicted page: ", 0, NULL);
+				mcf_fail_append(mc_status_str(status));
+				return -ENOSPC;
+			}
+		}
+		if (!err)
+			return 0;
+		/* The other servers' answers to this round are not read: their connections start anew. */
+		for (unsigned s = 0; s < mcf.n; s++)
+			if (s != bad && mcf.s[s].pages) {
+				rt_fd_close(mcf.s[s].fd);
+				mcf.s[s].fd = -1;
+			}
+		if (err == -EACCES)
+			return mcf_fail(err, FLTRACE_EXIT_RUNTIME, "give --far-auth a file with the right user:password",
+					mcf.s[bad].addr.name, "refused fltrace's SASL authentication (PLAIN)", 0, NULL);
+		if ((err = server_lost(bad, err)))
+			return err;
+	}
+	return -EIO;
+}
+
+static int mcf_put(uint32_t first, const void *pages, unsigned n)
+{
+	uint32_t slots[MCF_BATCH];
+	uint64_t vers[MCF_BATCH];
+	while (n) {
+		unsigned k = n < MCF_BATCH ? n : MCF_BATCH;
+		for (unsigned i = 0; i < k; i++) {
+			slots[i] = first + i;
+			vers[i] = ++mcf.next_ver;
+		}
+		int err = put_batch(slots, pages, vers, k, &mcf.ns, mcf.where);
+		if (err)
+			return err;
+		for (unsigned i = 0; i < k; i++)
+			mcf.ver[first + i] = vers[i];
+		if (first + k > mcf.hi)
+			mcf.hi = first + k;
+		if (mcf.hi > atomic_load(&mcf.bound))
+			atomic_store(&mcf.bound, mcf.hi + MCF_BOUND_MARGIN < mcf.nslots ? mcf.hi + MCF_BOUND_MARGIN : mcf.nslots);
+		first += k;
+		pages = (const char *)pages + (size_t)k * MCF_PAGE;
+		n -= k;
+	}
+	return 0;
+}
+
+/* ---- reading pages ---- */
+
+/* One get round trip: 0 (the item in mcf.item), -ENOENT, -EMSGSIZE (not an item of ours), -errno. */
+static int get_item(struct mcf_server *s, const char *key, size_t klen)
+{
+	char req[MC_HDR + MCF_KEY_MAX];
+	size_t n = mc_request(req, MC_GET, 0, key, (uint16_t)klen, 0);
+	int err = conn_send(s, req, n);
+	if (err)
+		return err;
+	uint64_t deadline = mc_deadline(MCF_IO_MS);
+	struct mc_response r;
+	if ((err = mc_recv_response(s->fd, &r, deadline)))
+		return err;
+	size_t vl = r.bodylen - r.extlen - r.keylen;
+	if (r.status != MC_OK || vl != MCF_ITEM) {
+		err = mc_skip(s->fd, r.bodylen, deadline);
+		return err ? err : r.status == MC_ENOENT ? -ENOENT : r.status == MC_AUTH_ERROR ? -EACCES :
+			r.status != MC_OK ? -EPROTO : -EMSGSIZE;
+	}
+	if ((err = mc_skip(s->fd, (size_t)r.extlen + r.keylen, deadline)))
+		return err;
+	return mc_recv(s->fd, mcf.item, MCF_ITEM, deadline);
+}
+
+static int refused_page(unsigned s, uint32_t slot)
+{
+	return mcf_fail(-EBADMSG, FLTRACE_EXIT_FAR_LOST, "someone changed fltrace's items on that server: check "
+			"who can reach it (memcached -l), and require SASL (memcached -S, fltrace --far-auth)",
+			mcf.s[s].addr.name, "returned the evicted page of slot ", slot, " altered, swapped with another "
+			"or replayed from an older version (it failed authentication): refused");
+}
+
+/* The page of `slot` under namespace proc (version ver), into page: from its first server that
+ * has it, the replicas after (counted). A connection that fails is tried once more, then the server
+ * is given up. */
+static int get_page(const struct mcf_ns *ns, uint32_t slot, uint64_t ver, uint16_t where, void *page)
+{
+	char key[MCF_KEY_MAX];
+	size_t klen = key_of(ns->proc, slot, key);
+	unsigned route[MC_SERVERS_MAX], k = ring_route(key, klen, where, MC_SERVERS_MAX, route);
+	int missing = -1;
+	for (unsigned i = 0; i < k; i++) {
+		struct mcf_server *s = &mcf.s[route[i]];
+		if (s->dead)
+			continue;
+		int err = get_item(s, key, klen);
+		if (err && err != -ENOENT && err != -EMSGSIZE && err != -EACCES && err != -EPROTO) {
+			rt_fd_close(s->fd);
+			s->fd = -1;
+			err = get_item(s, key, klen); /* once more, on a new connection */
+		}
+		if (err == -ENOENT) {
+			missing = (int)route[i];
+			continue;
+		}
+		if (err == -EMSGSIZE || (!err && !mcf_open(ns, page, mcf.item, key, klen, ver)))
+			return refused_page(route[i], slot);
+		if (!err) {
+			if (i)
+				atomic_fetch_add(&rt.stats.far_replica_gets, 1);
+			return 0;
+		}
+		if (err == -EACCES || err == -EPROTO)
+			return mcf_fail(err, FLTRACE_EXIT_FAR_LOST, "check that server", s->addr.name, err == -EACCES ?
+					"refused fltrace's authentication when asked for the evicted page of slot " :
+					"answered with an error when asked for the evicted page of slot ", slot, "");
+		if ((err = server_lost(route[i], err)))
+			return err;
+	}
+	if (missing >= 0)
+		return mcf_fail(-ENOENT, FLTRACE_EXIT_FAR_LOST, "start memcached with -M (never evict) and enough -m, "
+				"keep it up for the whole run, or run with --far-replicas 2", mcf.s[missing].addr.name,
+				"does not have the evicted page of slot ", slot, " (it restarted empty, or dropped or "
+				"evicted it): that page is lost");
+	return mcf_fail(-EHOSTDOWN, FLTRACE_EXIT_FAR_LOST, "keep the servers up for the whole run", NULL,
+			"no server is left that holds the evicted page of slot ", slot, "");
+}
+
+static int mcf_get(uint32_t first, void *pages, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t slot = first + i;
+		if (slot >= mcf.hi || !mcf.ver[slot])
+			return mcf_fail(-ENODATA, FLTRACE_EXIT_RUNTIME, "report this as a bug of fltrace", NULL,
+					"a page was asked for from slot ", slot, ", where none was written");
+		int err = get_page(&mcf.ns, slot, mcf.ver[slot], mcf.where[slot], (char *)pages + (size_t)i * MCF_PAGE);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Freed slots: their items stay on the servers until the slot is written again (the version
+ * makes an old one unreadable) or fltrace record clears the run's items at its end. */
+static void mcf_free(uint32_t first, unsigned n)
+{
+	pthread_mutex_lock(&mcf.lock);
+	for (unsigned i = 0; i < n && first + i < mcf.nslots; i++)
+		mcf.ver[first + i] = 0;
+	pthread_mutex_unlock(&mcf.lock);
+}
+
+/* ---- fork: the child's own copy of the far pages, under a namespace of its own ---- */
+
+static int fork_copy(void)
+{
+	uint32_t slots[MCF_BATCH];
+	uint64_t vers[MCF_BATCH];
+	unsigned k = 0;
+	ns_make(&mcf.child); /* a namespace and a key of the child's own */
+	for (uint64_t slot = 0; slot <= mcf.hi; slot++) {
+		if (k == MCF_BATCH || (slot == mcf.hi && k)) {
+			int err = put_batch(slots, mcf.pages, vers, k, &mcf.child, mcf.child_where);
+			if (err)
+				return err;
+			k = 0;
+		}
+		if (slot == mcf.hi || !mcf.ver[slot])
+			continue;
+		int err = get_page(&mcf.ns, (uint32_t)slot, mcf.ver[slot], mcf.where[slot], mcf.pages + (size_t)k * MCF_PAGE);
+		if (err)
+			return err;
+		slots[k] = (uint32_t)slot;
+		vers[k++] = mcf.ver[slot]; /* the same versions: the namespace tells parent from child */
+	}
+	return 0;
+}
+
+/* In the child: the parent's connections are not in its fd table; it connects at first use (in the
+ * window before its runtime starts, into the program's table, which its keeper then takes over). */
+static void mcf_fork_child(void)
+{
+	pthread_mutex_init(&mcf.lock, NULL);
+	for (unsigned s = 0; s < mcf.n; s++)
+		mcf.s[s].fd = -1;
+	mcf.ns = mcf.child;
+	uint16_t *w = mcf.where; /* the copies' servers are the child's; its own table is free for its forks */
+	mcf.where = mcf.child_where;
+	mcf.child_where = w;
+}
+
+/* ---- every call on a thread of the private fd table, one at a time ---- */
+
+enum mcf_op { OP_PUT, OP_GET, OP_FORK };
+struct mcf_call {
+	enum mcf_op op;
+	uint32_t first;
+	unsigned n;
+	const void *in;
+	void *out;
+};
+
+static int mcf_run(void *arg)
+{
+	struct mcf_call *c = arg;
+	lock_order_take(LOCK_FAR_NET);
+	pthread_mutex_lock(&mcf.lock);
+	int err = c->op == OP_PUT ? mcf_put(c->first, c->in, c->n) : c->op == OP_GET ? mcf_get(c->first, c->out, c->n) :
+		fork_copy();
+	pthread_mutex_unlock(&mcf.lock);
+	lock_order_drop(LOCK_FAR_NET);
+	return err;
+}
+
+/* A program thread's call (a fork, an eviction it makes) goes to the fd keeper: the sockets are in
+ * the private table. */
+static int mcf_call(enum mcf_op op, uint32_t first, const void *in, void *out, unsigned n)
+{
+	struct mcf_call c = { .op = op, .first = first, .n = n, .in = in, .out = out };
+	return fdtable_call(mcf_run, &c);
+}
+
+static int put_call(uint32_t first, const void *pages, unsigned n)
+{
+	return mcf_call(OP_PUT, first, pages, NULL, n);
+}
+
+static int get_call(uint32_t first, void *pages, unsigned n)
+{
+	return mcf_call(OP_GET, first, NULL, pages, n);
+}
+
+static int fork_call(void)
+{
+	return mcf_call(OP_FORK, 0, NULL, NULL, 0);
+}
+
+/* ---- start ---- */
+
+static int read_auth(const char *path)
+{
+	char buf[300];
+	size_t n = rt_read_file(path, buf, sizeof(buf) - 1);
+	buf[n] = 0;
+	buf[strcspn(buf, "\r\n")] = 0;
+	char *colon = strchr(buf, ':');
+	if (!n || !colon || colon == buf || (size_t)(colon - buf) >= sizeof(mcf.user) ||
+	    strlen(colon + 1) >= sizeof(mcf.password))
+		return mcf_fail(-EINVAL, FLTRACE_EXIT_RUNTIME, "give --far-auth a readable file holding one line "
+				"user:password", NULL, "cannot read user:password from the --far-auth file", 0, NULL);
+	*colon = 0;
+	memcpy(mcf.user, buf, (size_t)(colon - buf) + 1);
+	memcpy(mcf.password, colon + 1, strlen(colon + 1) + 1);
+	mcf.auth = true;
+	return 0;
+}
+
+static int mcf_init(const char *arg)
+{
+	struct mc_addr addrs[MC_SERVERS_MAX];
+	char bad[MC_NAME_MAX];
+	mcf.why[0] = 0;
+	mcf.status = FLTRACE_EXIT_RUNTIME;
+	if (rt.page_size != MCF_PAGE || sodium_init() < 0)
+		return mcf_fail(-EINVAL, FLTRACE_EXIT_RUNTIME, "use --far mem or file:<dir>", NULL, "the memcached "
+				"backend needs 4 KiB pages and a working libsodium", 0, NULL);
+	if (mc_list_parse(arg ? arg : "", addrs, MC_SERVERS_MAX, &mcf.n, bad, sizeof(bad)) < 0)
+		return mcf_fail(-EINVAL, FLTRACE_EXIT_RUNTIME, "give numeric addresses, e.g. 127.0.0.1:11211 "
+				"(fltrace record resolves names)", NULL, "not a list of numeric host:port addresses", 0, NULL);
+	mcf.replicas = rt.cfg.far_replicas ? rt.cfg.far_replicas : 1;
+	if (mcf.replicas > mcf.n)
+		return mcf_fail(-EINVAL, FLTRACE_EXIT_RUNTIME, "give --far-replicas at most the number of servers",
+				NULL, "more replicas than servers", 0, NULL);
+	if (rt.cfg.far_auth && read_auth(rt.cfg.far_auth) < 0)
+		return -EINVAL;
+	if (rt.cfg.far_run)
+		memcpy(mcf.run, rt.cfg.far_run, 16);
+	else
+		for (int i = 0; i < 16; i++)
+			mcf.run[i] = "0123456789abcdef"[randombytes_uniform(16)];
+	mcf.gcm = crypto_aead_aes256gcm_is_available();
+	ns_make(&mcf.ns);
+	mcf.nslots = farmem_slots();
+	mcf.ver = rt_map(mcf.nslots * sizeof(uint64_t));
+	mcf.where = rt_map(mcf.nslots * sizeof(uint16_t));
+	mcf.child_where = rt_map(mcf.nslots * sizeof(uint16_t));
+	mcf.item = rt_map(MCF_ITEM);
+	mcf.pages = rt_map((size_t)MCF_BATCH * MCF_PAGE);
+	if (!mcf.ver || !mcf.where || !mcf.child_where || !mcf.item || !mcf.pages)
+		return -ENOMEM;
+	for (unsigned s = 0; s < mcf.n; s++) {
+		struct mcf_server *sv = &mcf.s[s];
+		sv->addr = addrs[s];
+		sv->fd = -1;
+		sv->buf = rt_map((size_t)MCF_BATCH * MCF_REQ_MAX + MC_HDR);
+		if (!sv->buf)
+			return -ENOMEM;
+		/* Reachable now, or the run does not start. */
+		int err = conn_open(sv);
+		if (err)
+			return mcf_fail(err, FLTRACE_EXIT_RUNTIME, err == -EACCES ? "give --far-auth a file with the "
+					"right user:password" : "start it, or give servers that are up", sv->addr.name,
+					err == -EACCES ? "refused fltrace's SASL authentication" : mc_conn_strerror(err), 0, NULL);
+	}
+	ring_build();
+	atomic_store(&mcf.bound, MCF_BOUND_MARGIN < mcf.nslots ? MCF_BOUND_MARGIN : mcf.nslots);
+	return 0;
+}
+
+static const char *mcf_describe(void)
+{
+	struct fmt f;
+	fmt_init(&f, mcf.desc, sizeof(mcf.desc));
+	fmt_str(&f, "memcached (");
+	fmt_u64(&f, mcf.n);
+	fmt_str(&f, mcf.n == 1 ? " server)" : " servers)");
+	return mcf.desc;
+}
+
+static void mcf_keys(uint64_t *ns, uint64_t *slots)
+{
+	*ns = mcf.ns.proc;
+	*slots = atomic_load(&mcf.bound);
+}
+
+static int mcf_failure(int err, const char **why, const char **todo)
+{
+	if (!mcf.why[0])
+		mcf_fail(err, FLTRACE_EXIT_RUNTIME, "check the memory servers", NULL, strerror(-err), 0, NULL);
+	*why = mcf.why;
+	*todo = mcf.todo;
+	return mcf.status;
+}
+
+const struct far_backend far_memcached = {
+	.init = mcf_init,
+	.put = put_call,
+	.get = get_call,
+	.free = mcf_free,
+	.fork_prepare = fork_call,
+	.fork_child = mcf_fork_child,
+	.describe = mcf_describe,
+	.failure = mcf_failure,
+	.keys = mcf_keys,
+};

@@ -1,0 +1,170 @@
+/* make bench's `remote` floor: what a memcached server costs fltrace per page, measured with the
+ * client the runtime uses (src/common/memcache.c) against one server:
+ *   get     one 4 KiB item fetched: a round trip (the floor of a remote re-fetch)
+ *   batched SETQ x 64 + NOOP in one pipelined request, per page
+ *   single  one SET and its answer per page (a round trip each)
+ *   seal / open  the page's AEAD as the runtime does it (libsodium), per page
+ * Usage: mcfloor <host:port> <pages> <reps>; prints "name median_us" lines. */
+#include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <fltrace/memcache.h>
+
+#define ITEM 4136
+#define BATCH 64
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median_us(uint64_t *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return v[n / 2] / 1000.0;
+}
+
+static int fd;
+static char req[BATCH * (MC_HDR + 8 + 64 + ITEM) + MC_HDR];
+
+static size_t key(char *k, unsigned i)
+{
+	return (size_t)snprintf(k, 64, "fltrace:bench:%08x:%x", (unsigned)getpid(), i);
+}
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "mcfloor: %s: %s\n", what, strerror(-err));
+	exit(1);
+}
+
+/* Pages [first, first + n) stored, one pipelined request (noreply sets, a noop) or one round trip each. */
+static void put(unsigned first, unsigned n, bool batched)
+{
+	size_t len = 0;
+	char k[64];
+	for (unsigned i = 0; i < n; i++) {
+		size_t kl = key(k, first + i);
+		len += mc_request(req + len, batched ? MC_SETQ : MC_SET, i, k, (uint16_t)kl, ITEM);
+		memset(req + len, (int)i, ITEM);
+		len += ITEM;
+		if (!batched) {
+			struct mc_response r;
+			int err = mc_send(fd, req, len, mc_deadline(2000));
+			if (!err)
+				err = mc_recv_response(fd, &r, mc_deadline(2000));
+			if (!err)
+				err = mc_skip(fd, r.bodylen, mc_deadline(2000));
+			if (err || r.status)
+				die("set", err ? err : -EIO);
+			len = 0;
+		}
+	}
+	if (!batched)
+		return;
+	len += mc_request(req + len, MC_NOOP, 0xffffffffu, NULL, 0, 0);
+	int err = mc_send(fd, req, len, mc_deadline(2000));
+	struct mc_response r;
+	do {
+		if (!err)
+			err = mc_recv_response(fd, &r, mc_deadline(2000));
+		if (!err)
+			err = mc_skip(fd, r.bodylen, mc_deadline(2000));
+	} while (!err && r.opcode != MC_NOOP);
+	if (err)
+		die("setq", err);
+}
+
+static void get(unsigned i, unsigned char *item)
+{
+	char k[64];
+	size_t kl = key(k, i), n = mc_request(req, MC_GET, 0, k, (uint16_t)kl, 0);
+	struct mc_response r;
+	int err = mc_send(fd, req, n, mc_deadline(2000));
+	if (!err)
+		err = mc_recv_response(fd, &r, mc_deadline(2000));
+	if (!err && r.bodylen - r.extlen != ITEM)
+		err = -EIO;
+	if (!err)
+		err = mc_skip(fd, r.extlen, mc_deadline(2000));
+	if (!err)
+		err = mc_recv(fd, item, ITEM, mc_deadline(2000));
+	if (err)
+		die("get", err);
+}
+
+int main(int argc, char **argv)
+{
+	struct mc_addr a;
+	unsigned n;
+	char bad[64];
+	if (argc != 4 || mc_list_parse(argv[1], &a, 1, &n, bad, sizeof(bad)) < 0 || sodium_init() < 0) {
+		fprintf(stderr, "usage: mcfloor <ip:port> <pages> <reps>\n");
+		return 2;
+	}
+	unsigned pages = (unsigned)atoi(argv[2]) / BATCH * BATCH, reps = (unsigned)atoi(argv[3]);
+	if ((fd = mc_connect(&a, mc_deadline(2000))) < 0)
+		die(argv[1], fd);
+	uint64_t *t = calloc(pages > reps ? pages : reps, sizeof(*t)), *rounds = calloc(reps, sizeof(*rounds));
+	unsigned char item[ITEM], page[4096], k[32], ad[56] = { 0 };
+	/* per page: batched, then one set each (the same keys, overwritten) */
+	for (unsigned r = 0; r < reps; r++) {
+		uint64_t t0 = mc_now_ns();
+		for (unsigned i = 0; i < pages; i += BATCH)
+			put(i, BATCH, true);
+		rounds[r] = (mc_now_ns() - t0) / pages;
+	}
+	printf("batched %.2f\n", median_us(rounds, reps));
+	for (unsigned r = 0; r < reps; r++) {
+		uint64_t t0 = mc_now_ns();
+		put(0, pages, false);
+		rounds[r] = (mc_now_ns() - t0) / pages;
+	}
+	printf("single %.2f\n", median_us(rounds, reps));
+	for (unsigned i = 0; i < pages; i++) {
+		uint64_t t0 = mc_now_ns();
+		get(i, item);
+		t[i] = mc_now_ns() - t0;
+	}
+	printf("get %.2f\n", median_us(t, pages));
+	/* the AEAD the runtime picks: AES-256-GCM with AES-NI, else XChaCha20-Poly1305 */
+	bool gcm = crypto_aead_aes256gcm_is_available();
+	randombytes_buf(k, sizeof(k));
+	randombytes_buf(page, sizeof(page));
+	memset(item, 0, 24);
+	for (unsigned i = 0; i < pages; i++) {
+		uint64_t t0 = mc_now_ns();
+		item[0] = (unsigned char)i; /* a counted nonce, as the runtime's */
+		if (gcm)
+			crypto_aead_aes256gcm_encrypt(item + 24, NULL, page, sizeof(page), ad, sizeof(ad), NULL, item, k);
+		else
+			crypto_aead_xchacha20poly1305_ietf_encrypt(item + 24, NULL, page, sizeof(page), ad, sizeof(ad), NULL,
+								   item, k);
+		t[i] = mc_now_ns() - t0;
+	}
+	printf("seal %.2f\n", median_us(t, pages));
+	for (unsigned i = 0; i < pages; i++) {
+		uint64_t t0 = mc_now_ns();
+		if (gcm ? crypto_aead_aes256gcm_decrypt(page, NULL, NULL, item + 24, ITEM - 24, ad, sizeof(ad), item, k) :
+			  crypto_aead_xchacha20poly1305_ietf_decrypt(page, NULL, NULL, item + 24, ITEM - 24, ad, sizeof(ad),
+								     item, k))
+			die("open", -EBADMSG);
+		t[i] = mc_now_ns() - t0;
+	}
+	printf("open %.2f\n", median_us(t, pages));
+	printf("aead %s\n", gcm ? "aes256gcm" : "xchacha20poly1305");
+	/* the bench's items go: delete each */
+	for (unsigned i = 0; i < pages; i++) {
+		char kk[64];
+		size_t kl = key(kk, i), len = mc_request(req, MC_DELETE, 0, kk, (uint16_t)kl, 0);
+		struct mc_response r;
+		if (!mc_send(fd, req, len, mc_deadline(2000)) && !mc_recv_response(fd, &r, mc_deadline(2000)))
+			mc_skip(fd, r.bodylen, mc_deadline(2000));
+	}
+	return 0;
+}
