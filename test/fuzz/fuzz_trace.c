@@ -29,7 +29,7 @@ static void fuzz_allocsites(const char *path)
 			if (pass == 0 && h->type == FT_REC_FAULT)
 				allocsites_fault(a, t->hdr, (const void *)h);
 			else if (pass == 0)
-				allocsites_record(a, h);
+				allocsites_record(a, t->hdr, h);
 		trace_rewind(t);
 	}
 	allocsites_trace_done(a);
