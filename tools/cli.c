@@ -80,8 +80,8 @@ int cli_out_error(const char *path, int err)
 	if (outfile_refused(err))
 		return cli_error(CLI_EXIT_FAIL, path, "%s; remove it (someone else may have put it "
 				 "there) or write elsewhere", outfile_strerror(err));
-	return cli_error(CLI_EXIT_FAIL, path, "cannot write it (%s); check that its directory is "
-			 "writable, or write elsewhere", outfile_strerror(err));
+	return cli_error(CLI_EXIT_FAIL, path, "cannot write it (%s); make its directory writable, "
+			 "or write elsewhere with -o", outfile_strerror(err));
 }
 
 FILE *cli_out_open(struct cli_out *o, const char *path)

@@ -20,7 +20,8 @@ struct trace {
 	char *path;
 	const struct ft_file_header *hdr;
 	const char *exe;          /* from the header tail ("" if absent) */
-	const char **argv;        /* hdr->nr_args strings */
+	const char **argv;        /* argc strings: hdr->nr_args, or fewer in a damaged header */
+	uint32_t argc;
 	uint32_t pid, gen;
 	const uint8_t *base;      /* the mapping */
 	size_t size;

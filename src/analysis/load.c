@@ -71,7 +71,7 @@ int an_process_load(const char *path, const struct agg_filter *f, an_fault_cb cb
 	p = calloc(1, sizeof(*p));
 	if (!p || !(p->maps = maps_new()) || !(p->rows = agg_new()) ||
 	    !(p->exe = strdup(t->exe)) || !(p->path = strdup(path)) ||
-	    !(p->cmdline = an_join_args(t->argv, t->hdr->nr_args, t->exe, 240))) {
+	    !(p->cmdline = an_join_args(t->argv, t->argc, t->exe, 240))) {
 		ret = -ENOMEM;
 		goto out;
 	}

@@ -167,10 +167,10 @@ static int picture_keep_header(struct picture_proc *vp, const char *path, char *
 	if (!vp->t0 || t->hdr->start_realtime_ns < vp->t0)
 		vp->t0 = t->hdr->start_realtime_ns;
 	vp->exe = strdup(t->exe);
-	vp->argv = calloc(t->hdr->nr_args + 1, sizeof(*vp->argv));
+	vp->argv = calloc(t->argc + 1, sizeof(*vp->argv));
 	if (!vp->exe || !vp->argv)
 		ret = -ENOMEM;
-	for (uint32_t i = 0; !ret && i < t->hdr->nr_args; i++) {
+	for (uint32_t i = 0; !ret && i < t->argc; i++) {
 		if (!(vp->argv[i] = strdup(t->argv[i])))
 			ret = -ENOMEM;
 		vp->argc = i + 1;
@@ -215,7 +215,7 @@ static int picture_line(const struct picture_proc *vp, const char *path, uint64_
 					 .faults = vp->faults - before };
 	for (int k = 0; k < SVG_KIND_NR; k++)
 		line->by_kind[k] = vp->by_kind[k] - kinds[k];
-	line->cmdline = an_join_args(t->argv, t->hdr->nr_args, t->exe, 240);
+	line->cmdline = an_join_args(t->argv, t->argc, t->exe, 240);
 	trace_close(t);
 	if (!line->cmdline) {
 		snprintf(err, errlen, "out of memory");

@@ -121,6 +121,7 @@ int trace_open(const char *path, struct trace **out, char *err, size_t errlen)
 				t->argv[i] = p;
 				p += strlen(p) + 1;
 			}
+			t->argc = i;
 		}
 	}
 	t->pos = t->hdr->header_size;

@@ -57,10 +57,10 @@ expect_eq report_binary_gone_frames "lib and code" "$TMP/gone-bin ??:?" "$lib"
 D=$TMP/ro/d; mkdir -p "$D"; "$GEN" --write "$D" 1000 >/dev/null
 chmod 755 "$TMP" "$TMP/ro"; chmod 644 "$D"/*; chmod 555 "$D"
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-	expect_error report_readonly_dir 1 "cannot write $D/fltrace-data-report-1000.out: Permission denied; .*-o FILE" \
+	expect_error report_readonly_dir 1 "$D/fltrace-data-report-1000.out: cannot write it \\(Permission denied\\); .*with -o" \
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$FLTRACE" report -i "$D"
 elif [ "$(id -u)" != 0 ]; then
-	expect_error report_readonly_dir 1 "cannot write $D/fltrace-data-report-1000.out: Permission denied; .*-o FILE" \
+	expect_error report_readonly_dir 1 "$D/fltrace-data-report-1000.out: cannot write it \\(Permission denied\\); .*with -o" \
 		"$FLTRACE" report -i "$D"
 else skip report_readonly_dir "no setpriv to drop root"; fi
 chmod 755 "$D"

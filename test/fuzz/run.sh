@@ -45,9 +45,12 @@ for f in "${FUZZERS[@]}"; do
 	[ -n "${FUZZ_CORPUS:-}" ] && corpus=$FUZZ_CORPUS/$kind
 	mkdir -p "$corpus"
 	log=$OUT/$f.log
+	# Inputs that once failed (test/fuzz/found/KIND/) seed every run: each is tried first.
+	found=
+	[ -d "$ROOT/test/fuzz/found/$kind" ] && found=$ROOT/test/fuzz/found/$kind
 	rm -f "$OUT/$f"-crash-* "$OUT/$f"-timeout-* "$OUT/$f"-leak-* "$OUT/$f"-oom-*
 	"$BUILD/fuzz/$f" -max_total_time="$SECONDS_EACH" -timeout="${FUZZ_TIMEOUT:-120}" -rss_limit_mb=2048 \
-		-print_final_stats=1 -artifact_prefix="$OUT/$f-" "$corpus" "$S/$kind" > "$log" 2>&1
+		-print_final_stats=1 -artifact_prefix="$OUT/$f-" "$corpus" "$S/$kind" $found > "$log" 2>&1
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	if [ $rc -ne 0 ]; then
