@@ -238,7 +238,9 @@ static int as_alloc(struct allocsites *a, const struct ft_alloc *al, uint64_t pa
 	a->sites[site].bytes += al->size;
 	if (!al->size)
 		return 0;
-	if (al->flags & FT_ALLOC_PAGE)
+	/* Only small allocations claim pages (allocs.c): a big one flagged so is a damaged record,
+	 * and would claim a page for every page of its size. */
+	if ((al->flags & FT_ALLOC_PAGE) && al->size < FT_ALLOC_BIG)
 		for (uint64_t pg = al->addr / page_size; pg <= (al->addr + al->size - 1) / page_size; pg++)
 			if (as_claim(&a->claims, pg, (uint32_t)site))
 				return -ENOMEM;
