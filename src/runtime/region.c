@@ -31,7 +31,7 @@ uint32_t region_generation(void)
 bool region_born_after(uintptr_t addr, uint32_t gen)
 {
 	const struct region *r = region_of(addr);
-	return !r || (int32_t)(r->born - gen) > 0;
+	return r && (int32_t)(r->born - gen) > 0;
 }
 
 static uint32_t region_birth(void)

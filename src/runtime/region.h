@@ -19,8 +19,9 @@ struct region {
 /* Counts regions made (mmap, mremap): read without rt.lock by a poller before it reads fault
  * messages, and compared under rt.lock with the region a message's page lies in now. */
 uint32_t region_generation(void);
-/* The page's region was made after messages read at generation `gen` (or there is none): such a
- * message is a fault on memory that has been unmapped since (its address now reused). */
+/* The page's region was made after messages read at generation `gen`: such a message is a fault
+ * on memory that has been unmapped since (its address now reused). No region at all is left to
+ * fault_serve, whose stuck-fault check must see a thread faulting again and again there. */
 bool region_born_after(uintptr_t addr, uint32_t gen);
 
 /* All functions below need rt.lock held, except region_table_init and region_generation. */
