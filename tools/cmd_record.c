@@ -126,7 +126,7 @@ RECORD_MAX_HANDLERS);
 "      --poll <mode>       how faults are waited for and served: percpu (default: a poller per\n"
 "                          CPU at the lowest priority, SCHED_IDLE, serves each fault on the CPU\n"
 "                          it was taken on; it uses only CPU time no program thread wants,\n"
-"                          polls while faults come and sleeps 2 ms after the last),\n"
+"                          polls while faults come and sleeps 100 us after the last),\n"
 "                          adaptive (-C threads poll 100 us after a fault, then block), block\n"
 "                          (always block: the fewest CPU cycles, the slowest), or spin\n"
 "                          (busy-poll: one core per -C thread, taken from the program)\n"
