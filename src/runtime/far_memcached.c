@@ -2,6 +2,9 @@
  * by consistent hashing (each on --far-replicas of them), encrypted and authenticated with libsodium. */
 #include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -65,6 +68,7 @@ static struct {
 	uint64_t next_ver;
 	unsigned char *item;  /* one item read back */
 	unsigned char *pages; /* pages on their way to a fork child's namespace */
+	unsigned char *plain; /* an eviction round's pages, copied out of their staging slots */
 	char user[128], password[128];
 	bool auth;
 	/* the last failure, for far.c's message */
@@ -354,12 +358,27 @@ static int put_answers(struct mcf_server *s, uint16_t *status)
 	}
 }
 
+/* The n pages at `pages` (staging slots the eviction just moved them to) in mcf.plain, with one
+ * process_vm_readv: the kernel reads them through its own mapping. Read here, each slot's first
+ * touch costs a page-table fill in the hypervisor on these VMs (5.7 us per page median against
+ * 1.0 us copied so, measured in fillscan's eviction rounds); the seal then reads a warm buffer.
+ * Where the call is refused (a seccomp filter), the pages are sealed where they are. */
+static const unsigned char *put_source(const unsigned char *pages, unsigned n)
+{
+	size_t len = (size_t)n * MCF_PAGE;
+	struct iovec to = { mcf.plain, len }, from = { (void *)pages, len };
+	long got = syscall(SYS_process_vm_readv, (int)syscall(SYS_getpid), &to, 1, &from, 1, 0);
+	return got == (long)len ? mcf.plain : pages;
+}
+
 /* The pages `pages` (page i for slots[i]) under namespace proc, each with version vers[i], sealed once
  * and written to their live servers: one pipelined request per server. A server that fails is given
  * up (server_lost) and the batch written again without it. */
 static int put_batch(const uint32_t *slots, const unsigned char *pages, const uint64_t *vers, unsigned n,
 		     struct mcf_ns *ns, uint16_t *where)
 {
+	if (pages != mcf.pages)
+		pages = put_source(pages, n);
 	for (unsigned round = 0; round <= mcf.n; round++) {
 		for (unsigned s = 0; s < mcf.n; s++)
 			mcf.s[s].len = mcf.s[s].pages = 0;
@@ -687,7 +706,8 @@ static int mcf_init(const char *arg)
 	mcf.child_where = rt_map(mcf.nslots * sizeof(uint16_t));
 	mcf.item = rt_map(MCF_ITEM);
 	mcf.pages = rt_map((size_t)MCF_BATCH * MCF_PAGE);
-	if (!mcf.ver || !mcf.where || !mcf.child_where || !mcf.item || !mcf.pages)
+	mcf.plain = rt_map((size_t)MCF_BATCH * MCF_PAGE);
+	if (!mcf.ver || !mcf.where || !mcf.child_where || !mcf.item || !mcf.pages || !mcf.plain)
 		return -ENOMEM;
 	for (unsigned s = 0; s < mcf.n; s++) {
 		struct mcf_server *sv = &mcf.s[s];
