@@ -105,6 +105,19 @@ const void *far_page_source(uint32_t slot)
 	return fa.page;
 }
 
+const void *far_page_prefetch(uint32_t slot)
+{
+	atomic_fetch_add_explicit(&rt.stats.far_gets, 1, memory_order_relaxed);
+	if (!fa.b->get)
+		return NULL;
+	uint64_t t0 = rt_mono_ns();
+	int err = fa.b->get(slot, fa.page, 1);
+	rt_time_add(&rt.stats.time.far_get, t0);
+	if (err < 0)
+		far_die("cannot read an evicted page back from", err, "check that file system");
+	return fa.page;
+}
+
 void far_keys(uint64_t *ns, uint64_t *slots)
 {
 	*ns = *slots = 0;
