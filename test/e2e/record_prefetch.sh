@@ -113,3 +113,23 @@ fi
 
 expect_error prefetch_unknown 2 "--prefetch: 'bogus' is not a prefetcher; give none, readahead, stride or leap" \
 	"$FLTRACE" record --prefetch bogus -- true
+
+# -- sweep --prefetch: every size under each prefetcher, the miss-ratio curves side by side --
+sw=$TMP/sweep
+if timeout -k 10 "$HANG" "$FLTRACE" sweep -L 8 --prefetch none,readahead -M 256 -o "$sw" -- "$prog" seq 32 2 \
+	> "$TMP/sweep.out" 2> "$TMP/sweep.err"; then
+	col() { awk -F, -v run="$1" -v col="$2" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		$1 == run { print $c[col] }' "$sw/sweep.csv"; }
+	none=$(col L8M-2q refetch) ra=$(col L8M-2q+readahead refetch) hits=$(col L8M-2q+readahead prefetch_hits)
+	if [ -n "$none" ] && [ -n "$ra" ] && [ "$none" -gt 10000 ] && [ $((ra * 5)) -lt "$none" ] &&
+		[ "$hits" -gt $((none / 2)) ] && [ "$(col L8M-2q+readahead policy)" = 2q+readahead ] &&
+		xmllint --noout "$sw/curve.svg" 2> /dev/null && grep -q '2q+readahead' "$sw/curve.svg"; then
+		pass prefetch_sweep
+	else
+		fail prefetch_sweep "re-fetches at -L 8: $none under none, $ra under readahead ($hits hits); $(head -3 "$sw/sweep.csv" 2> /dev/null | tr '\n' ' ')"
+	fi
+else
+	fail prefetch_sweep "sweep failed: $(tail -2 "$TMP/sweep.err")"
+fi
+expect_error prefetch_sweep_unknown 2 "--prefetch: 'ahead' is not a prefetcher" \
+	"$FLTRACE" sweep -L 8 --prefetch none,ahead -M 256 -o "$TMP/sw2" -- true
