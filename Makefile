@@ -159,6 +159,12 @@ $(B)/test/unit/test_policy: test/unit/test_policy.c $(POLICY_OBJ) $(COMMON_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_TOOL) -Isrc/runtime -o $@ $< $(POLICY_OBJ) $(COMMON_OBJ)
 
+# The prefetchers only predict: their unit test runs them on access strings, without a process.
+PREFETCH_OBJ := $(patsubst %.c,$(B)/obj/%.o,$(wildcard src/runtime/prefetch_*.c))
+$(B)/test/unit/test_prefetch: test/unit/test_prefetch.c $(PREFETCH_OBJ) $(COMMON_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_TOOL) -Isrc/runtime -o $@ $< $(PREFETCH_OBJ) $(COMMON_OBJ)
+
 unit-test: $(UNIT_BIN)
 
 # Fuzzers (libFuzzer, built by clang under AddressSanitizer and UBSan, test/fuzz/): the trace

@@ -9,7 +9,8 @@
 #   2 pages    src/runtime/pagestate.h: every page's state
 #   3 base     rt.h (the runtime root, config, counters, dying, own fds and threads), threads.h, got.h,
 #              uffd.h, trace.h, filemap.h, unwcheck.h
-#   4 memory   region.h, far.h, evict.h, policy.h: tracked regions, the far store, eviction (one
+#   4 memory   region.h, far.h, evict.h, policy.h, prefetch.h: tracked regions, the far store, eviction
+#              and prefetching (one
 #              floor: releasing or moving a region's pages hands them to the far store and policy)
 #   5 calls    prefault.h, sysstack.h, loader.h, allocs.h, maps.h: system calls, the loader,
 #              allocation sites, the maps history, over the memory they touch
@@ -28,7 +29,7 @@ floor_of_header() { # path as included, relative to the includer's directory or 
 	lock.h) echo 1 ;;
 	pagestate.h) echo 2 ;;
 	rt.h|threads.h|uffd.h|trace.h|filemap.h|unwcheck.h|got.h) echo 3 ;;
-	region.h|far.h|evict.h|policy.h) echo 4 ;;
+	region.h|far.h|evict.h|policy.h|prefetch.h) echo 4 ;;
 	prefault.h|sysstack.h|loader.h|allocs.h|maps.h) echo 5 ;;
 	fault.h|handler.h) echo 6 ;;
 	stats.h) echo 7 ;;
@@ -42,7 +43,7 @@ floor_of_file() { # a file's own floor
 	case "$f" in
 	inc/*|src/common/*) echo 0 ;;
 	src/runtime/*.h) floor_of_header "$b" ;;
-	src/runtime/policy*.c|src/runtime/far*.c) echo 4 ;;
+	src/runtime/policy*.c|src/runtime/far*.c|src/runtime/prefetch*.c) echo 4 ;;
 	src/runtime/threadstate.c|src/runtime/stack.c|src/runtime/record.c|src/runtime/serve.c|src/runtime/pollers.c) echo 6 ;;
 	src/runtime/runtime.c|src/runtime/fork.c) echo 7 ;;
 	src/runtime/lock.c) echo 3 ;; # its check reports through rt_die (rt.h)

@@ -19,7 +19,7 @@
 #define RECORD_MAX_SAMPLERATE 1000000000ull
 
 enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL, OPT_FILES, OPT_ALLOC_SAMPLE, OPT_FAR, OPT_FAR_LATENCY,
-       OPT_FAR_REPLICAS, OPT_FAR_AUTH, OPT_FAR_TIMEOUT };
+       OPT_FAR_REPLICAS, OPT_FAR_AUTH, OPT_FAR_TIMEOUT, OPT_PREFETCH };
 
 static const struct option record_longopts[] = {
 	{ "localmem", required_argument, NULL, 'L' },
@@ -29,6 +29,7 @@ static const struct option record_longopts[] = {
 	{ "samplerate", required_argument, NULL, 'S' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "prefetch", required_argument, NULL, OPT_PREFETCH },
 	{ "depth", required_argument, NULL, OPT_DEPTH },
 	{ "poll", required_argument, NULL, OPT_POLL },
 	{ "files", required_argument, NULL, OPT_FILES },
@@ -88,6 +89,10 @@ static void record_help_policies(void)
 	printf("      --policy <p>        eviction policy (default %s):\n", FLTRACE_POLICY_DEFAULT);
 	for (unsigned i = 0; i < FLTRACE_POLICY_COUNT; i++)
 		record_help_policy(fltrace_policy_name(i), fltrace_policy_help(i));
+	printf("      --prefetch <p>      prefetcher: brings far pages in ahead of their use (default %s):\n",
+	       FLTRACE_PREFETCH_DEFAULT);
+	for (unsigned i = 0; i < FLTRACE_PREFETCH_COUNT; i++)
+		record_help_policy(fltrace_prefetch_name(i), fltrace_prefetch_help(i));
 }
 
 static void record_help(void)
@@ -215,6 +220,18 @@ static int record_parse_policy(const char *arg, struct record_opts *o)
 	return 0;
 }
 
+static int record_parse_prefetch(const char *arg, struct record_opts *o)
+{
+	char list[128];
+	int id = fltrace_prefetch_find(arg);
+
+	if (id < 0)
+		return cli_error(CLI_EXIT_USAGE, "--prefetch", "'%s' is not a prefetcher; give %s", arg,
+				 fltrace_prefetch_list(list, sizeof(list)));
+	o->prefetch = id;
+	return 0;
+}
+
 /* --far: a backend of the table; file:<dir> needs a directory that exists. */
 static int record_parse_far(const char *arg, struct record_opts *o)
 {
@@ -285,6 +302,7 @@ static int record_parse_one(int c, const char *arg, struct record_opts *o)
 						   &o->depth, "stack frames per fault");
 	case OPT_CORES: return record_parse_cores(arg, o);
 	case OPT_POLICY: return record_parse_policy(arg, o);
+	case OPT_PREFETCH: return record_parse_prefetch(arg, o);
 	case OPT_POLL: return record_parse_poll(arg, o);
 	case OPT_FILES: return record_parse_files(arg, o);
 	case OPT_ALLOC_SAMPLE: return record_parse_alloc_sample(arg, o);

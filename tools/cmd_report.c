@@ -32,7 +32,8 @@ static const char report_usage[] =
 "                        libgcc, ld.so and fltrace: the line that called memset), or by the\n"
 "                        allocation site of the memory each fault hit (alloc: writes\n"
 "                        fltrace-data-report-alloc-<pid|all>.out, or a table with --top)\n"
-"      --kind LIST       keep faults of these kinds: zero,refetch,file,wp,syscall\n"
+"      --kind LIST       keep faults of these kinds: zero,refetch,file,wp,syscall,prefetch\n"
+"                        (prefetch: first touches of pages a prefetcher brought in, faults it hid)\n"
 "      --access LIST     keep faults of these accesses: read,write,wp\n"
 "      --pid N           only the process N\n"
 "      --time START:END  only faults in this window, seconds from the trace start\n"
@@ -225,10 +226,10 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 		{ "diff", required_argument, NULL, OPT_DIFF },
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char *const kinds[] = { "zero", "refetch", "file", "wp", "syscall" };
+	static const char *const kinds[] = { "zero", "refetch", "file", "wp", "syscall", "prefetch" };
 	static const unsigned kind_bits[] = { 1u << FT_KIND_ZERO, 1u << FT_KIND_REFETCH,
 					      1u << FT_KIND_FILE, 1u << FT_KIND_WP,
-					      FILTER_KIND_SYSCALL };
+					      FILTER_KIND_SYSCALL, FILTER_KIND_PREFETCH };
 	static const char *const accs[] = { "read", "write", "wp" };
 	static const unsigned acc_bits[] = { FILTER_ACC_READ, FILTER_ACC_WRITE, FILTER_ACC_WP };
 	int c;
@@ -251,7 +252,7 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 						 "use stack, line, function, caller or alloc", optarg);
 			break;
 		case OPT_KIND:
-			if (report_parse_list("kind", optarg, kinds, kind_bits, 5, &env->filter.kinds))
+			if (report_parse_list("kind", optarg, kinds, kind_bits, 6, &env->filter.kinds))
 				return CLI_EXIT_USAGE;
 			break;
 		case OPT_ACCESS:

@@ -30,12 +30,13 @@
 #define SWEEP_MIN_LOCAL (64 << 10)  /* record's least -L: 16 pages of 4 KiB */
 #define SWEEP_PAGE 4096ull
 
-enum { OPT_POLICY = 256, OPT_TOP, OPT_CORES, OPT_DEPTH, OPT_POLL, OPT_FILES };
+enum { OPT_POLICY = 256, OPT_TOP, OPT_CORES, OPT_DEPTH, OPT_POLL, OPT_FILES, OPT_PREFETCH };
 
 static const struct option sweep_longopts[] = {
 	{ "localmem", required_argument, NULL, 'L' },
 	{ "maxmem", required_argument, NULL, 'M' },
 	{ "policy", required_argument, NULL, OPT_POLICY },
+	{ "prefetch", required_argument, NULL, OPT_PREFETCH },
 	{ "output", required_argument, NULL, 'o' },
 	{ "top", required_argument, NULL, OPT_TOP },
 	{ "handlers", required_argument, NULL, 'C' },
@@ -64,6 +65,9 @@ static const char sweep_usage[] =
 "                          sizes are P/2, P/4, P/8 and P/16\n"
 "      --policy <list>     eviction policies to compare, e.g. 2q,fifo,clock (default: record's,\n"
 "                          " FLTRACE_POLICY_DEFAULT "); every size runs once per policy\n"
+"      --prefetch <list>   prefetchers to compare, e.g. none,readahead: every size and policy\n"
+"                          runs once per prefetcher, a curve each, named <policy>+<prefetcher>\n"
+"                          (<policy> alone for none)\n"
 "  -M, --maxmem <size>     local + far memory of every run (default: this machine's memory)\n"
 "  -o, --output <dir>      where the runs go (default ./" SWEEP_DEFAULT_DIR "); each run in\n"
 "                          <dir>/ample or <dir>/L<size>-<policy>, a trace 'fltrace report' and\n"
@@ -112,6 +116,10 @@ struct sweep_opts {
 	char *forward[SWEEP_MAX_FORWARD]; /* record options, as "--name=value" */
 	size_t nforward;
 	char policy_buf[64];
+	char prefetch_buf[64];
+	const char *prefetches[FLTRACE_PREFETCH_COUNT]; /* --prefetch: each size and policy runs under each */
+	size_t nprefetches;
+	char labels[SWEEP_MAX_POLICIES][48];            /* "policy+prefetcher", the curves' series */
 };
 
 static int sweep_bad_size(const char *arg, const char *tok, int err)
@@ -199,6 +207,54 @@ static int sweep_forward(struct sweep_opts *o, const char *name, const char *arg
 	return 0;
 }
 
+/* --prefetch a,b: each prefetcher of the list once. */
+static int sweep_parse_prefetches(const char *arg, struct sweep_opts *o)
+{
+	char *save = NULL, names[128];
+
+	snprintf(o->prefetch_buf, sizeof(o->prefetch_buf), "%s", arg);
+	o->nprefetches = 0;
+	for (char *tok = strtok_r(o->prefetch_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (fltrace_prefetch_find(tok) < 0)
+			return cli_error(CLI_EXIT_USAGE, "--prefetch", "'%s' is not a prefetcher; give a list "
+					 "of %s, e.g. none,readahead", tok, fltrace_prefetch_list(names, sizeof(names)));
+		for (size_t i = 0; i < o->nprefetches; i++)
+			if (!strcmp(o->prefetches[i], tok))
+				return cli_error(CLI_EXIT_USAGE, "--prefetch", "'%s' is given twice; give each "
+						 "prefetcher once, e.g. none,readahead", tok);
+		o->prefetches[o->nprefetches++] = tok;
+	}
+	if (!o->nprefetches)
+		return cli_error(CLI_EXIT_USAGE, "--prefetch", "no prefetcher in '%s'; give one or more, "
+				 "e.g. none,readahead", arg);
+	return 0;
+}
+
+/* With --prefetch, each policy runs under each prefetcher: a series "policy+prefetcher" each
+ * ("policy" alone for none), which the runs, their directories and the curves are named by. */
+static int sweep_series(struct sweep_opts *o, struct sweep *s)
+{
+	if (!o->nprefetches)
+		return 0;
+	if (s->npolicies * o->nprefetches > SWEEP_MAX_POLICIES)
+		return cli_error(CLI_EXIT_USAGE, "--prefetch", "%zu policies times %zu prefetchers is more "
+				 "than %d series; give fewer of either", s->npolicies, o->nprefetches,
+				 SWEEP_MAX_POLICIES);
+	const char *pol[SWEEP_MAX_POLICIES];
+	size_t npol = s->npolicies, n = 0;
+	memcpy(pol, s->policies, sizeof(pol));
+	for (size_t p = 0; p < npol; p++)
+		for (size_t f = 0; f < o->nprefetches; f++, n++) {
+			if (strcmp(o->prefetches[f], "none"))
+				snprintf(o->labels[n], sizeof(o->labels[n]), "%s+%s", pol[p], o->prefetches[f]);
+			else
+				snprintf(o->labels[n], sizeof(o->labels[n]), "%s", pol[p]);
+			s->policies[n] = o->labels[n];
+		}
+	s->npolicies = n;
+	return 0;
+}
+
 static int sweep_parse_one(int c, const char *arg, struct sweep_opts *o, struct sweep *s)
 {
 	uint64_t v;
@@ -213,6 +269,7 @@ static int sweep_parse_one(int c, const char *arg, struct sweep_opts *o, struct 
 		return err ? cli_error(CLI_EXIT_USAGE, "-M", "'%s' %s; give a size in MB, e.g. 1000, "
 				       "or with a unit, e.g. 2G", arg, parse_strerror(err)) : 0;
 	case OPT_POLICY: return sweep_parse_policies(arg, o, s);
+	case OPT_PREFETCH: return sweep_parse_prefetches(arg, o);
 	case 'o':
 		if (!*arg)
 			return cli_error(CLI_EXIT_USAGE, "-o", "the directory name is empty; give a "
@@ -487,14 +544,14 @@ static double sweep_now(void)
 
 /* The argv of `fltrace record` for one run. */
 static char **sweep_record_argv(const struct sweep *s, const struct sweep_opts *o,
-				const struct sweep_run *r, char *lbuf, char *mbuf)
+				const struct sweep_run *r, char *lbuf, char *mbuf, char *pbuf)
 {
 	size_t n = 0, ncmd = 0;
 	char **argv;
 
 	while (s->cmd_argv[ncmd])
 		ncmd++;
-	argv = calloc(12 + o->nforward + ncmd, sizeof(*argv));
+	argv = calloc(14 + o->nforward + ncmd, sizeof(*argv));
 	if (!argv)
 		return NULL;
 	/* Whole KiB: record reads a bare number as MB. */
@@ -506,8 +563,13 @@ static char **sweep_record_argv(const struct sweep *s, const struct sweep_opts *
 	argv[n++] = lbuf;
 	argv[n++] = "-M";
 	argv[n++] = mbuf;
+	/* A series "policy+prefetcher" runs as --policy policy --prefetch prefetcher. */
+	const char *plus = strchr(r->policy, '+');
+	snprintf(pbuf, 32, "%.*s", plus ? (int)(plus - r->policy) : (int)strlen(r->policy), r->policy);
 	argv[n++] = "--policy";
-	argv[n++] = (char *)r->policy;
+	argv[n++] = pbuf;
+	argv[n++] = "--prefetch";
+	argv[n++] = (char *)(plus ? plus + 1 : "none");
 	argv[n++] = "-o";
 	argv[n++] = (char *)r->dir;
 	for (size_t i = 0; i < o->nforward; i++)
@@ -522,7 +584,7 @@ static int sweep_run_one(const struct sweep *s, const struct sweep_opts *o, stru
 			 const struct sweep_stdin *in)
 {
 	struct sweep_outputs out;
-	char lbuf[32], mbuf[32];
+	char lbuf[32], mbuf[32], pbuf[32];
 	char **argv;
 	double t0;
 	pid_t pid;
@@ -532,7 +594,7 @@ static int sweep_run_one(const struct sweep *s, const struct sweep_opts *o, stru
 		return cli_out_error(r->dir, err);
 	if ((err = sweep_outputs_begin(r, &out)))
 		return err;
-	argv = sweep_record_argv(s, o, r, lbuf, mbuf);
+	argv = sweep_record_argv(s, o, r, lbuf, mbuf, pbuf);
 	if (!argv) {
 		sweep_outputs_abort(&out);
 		return cli_error(CLI_EXIT_FAIL, "sweep", "out of memory; retry");
@@ -767,6 +829,8 @@ int cmd_sweep(int argc, char **argv)
 	s.policies[0] = FLTRACE_POLICY_DEFAULT;
 	s.npolicies = 1;
 	err = sweep_parse(argc, argv, &o, &s);
+	if (!err)
+		err = sweep_series(&o, &s);
 	if (!err)
 		err = sweep_prepare(&s, &o);
 	if (!err)

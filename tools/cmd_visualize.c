@@ -69,7 +69,7 @@ static const char vis_usage_rest[] =
 "                        folded out of view until a click on one of its frames brings it in\n"
 "      --inverted        icicle layout: callers at the top, growing down\n"
 "      --kind <list>     only faults of these kinds, comma-separated: zero, refetch, file,\n"
-"                        wp, syscall (taken inside a system call)\n"
+"                        wp, syscall (taken inside a system call), prefetch (faults a prefetcher hid)\n"
 "      --pid <pid>       only this process (default: every process of the directory)\n"
 "      --merge           one set of pictures for all processes together, files named\n"
 "                        fltrace-data-<picture>-all.<ext>, instead of one set per process\n"
@@ -158,7 +158,7 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 		case OPT_KIND:
 			if (vis_parse_kinds(env, optarg))
 				return cli_error(CLI_EXIT_USAGE, "visualize", "--kind %s: unknown kind; give "
-						 "a comma-separated list of zero, refetch, file, wp, syscall", optarg);
+						 "a comma-separated list of zero, refetch, file, wp, syscall, prefetch", optarg);
 			break;
 		case OPT_PID:
 			err = parse_u64(optarg, 1, UINT32_MAX, &v);

@@ -19,6 +19,7 @@ struct record_opts {
 	uint64_t samplerate;        /* -S, faults per second, 0 = all */
 	uint64_t depth;             /* --depth */
 	enum fltrace_policy policy; /* --policy */
+	int prefetch;               /* --prefetch: a row of inc/fltrace/prefetchers.h (0: none) */
 	int far;                    /* --far: a row of inc/fltrace/backends.h */
 	char far_dir[PATH_MAX];     /* --far file:<dir>, absolute; memcached: the servers, numeric */
 	uint64_t far_replicas;      /* --far-replicas (memcached), 0 = not given (1) */

@@ -196,6 +196,7 @@ static int run_set_environment(const struct record_opts *o)
 	err |= run_setenv_u64(FLTRACE_ENV_HANDLERS, o->handlers);
 	err |= run_setenv_u64(FLTRACE_ENV_SAMPLERATE, o->samplerate);
 	err |= setenv(FLTRACE_ENV_POLICY, fltrace_policy_name((unsigned)o->policy), 1);
+	err |= setenv(FLTRACE_ENV_PREFETCH, fltrace_prefetch_name((unsigned)o->prefetch), 1);
 	err |= run_set_far(o);
 	err |= run_setenv_u64(FLTRACE_ENV_STACK_DEPTH, o->depth);
 	err |= setenv(FLTRACE_ENV_POLL, o->poll ? o->poll : "percpu", 1);
@@ -393,6 +394,11 @@ int record_summarize(const struct record_opts *o, int status)
 		 (unsigned long long)(recorded >= 0 ? (uint64_t)recorded : t.faults - t.sampled_out),
 		 served, t.files, t.files == 1 ? "" : "es", sizes, t.resident_peak / RUN_MB,
 		 t.far_peak / RUN_MB, o->outdir, run_is_cwd(o->outdir) ? "" : " there");
+	if (o->prefetch != FLTRACE_PREFETCH_none) {
+		char text[512];
+		cli_note("prefetch %s: %s", fltrace_prefetch_name((unsigned)o->prefetch),
+			 runstats_prefetch_text(&t, text, sizeof(text)));
+	}
 	/* A program whose memory is mostly static data, stacks or shared mappings faults little
 	 * under fltrace: say so rather than let a small count pass for the whole story. */
 	if (t.untracked_rss > t.resident_peak && t.untracked_rss > 8 * RUN_MB)

@@ -5,6 +5,7 @@
 
 #include "fltrace/backends.h"
 #include "fltrace/policies.h"
+#include "fltrace/prefetchers.h"
 
 #define FLTRACE_VERSION_STRING "0.1.0"
 
@@ -17,6 +18,7 @@
 #define FLTRACE_ENV_CORES "FLTRACE_CORES"           /* --cores: CPU list for handler threads */
 #define FLTRACE_ENV_SAMPLERATE "FLTRACE_SAMPLERATE" /* -S: faults per second, 0 = all */
 #define FLTRACE_ENV_POLICY "FLTRACE_POLICY"         /* --policy: a name in policies.h */
+#define FLTRACE_ENV_PREFETCH "FLTRACE_PREFETCH"     /* --prefetch: a name in prefetchers.h */
 #define FLTRACE_ENV_FAR "FLTRACE_FAR"               /* --far: a backend of backends.h, e.g. file:/dir */
 #define FLTRACE_ENV_FAR_LATENCY "FLTRACE_FAR_LATENCY_US" /* --far-latency: µs added to each re-fetch */
 #define FLTRACE_MAX_FAR_LATENCY_US 1000000

@@ -19,6 +19,7 @@ struct rtconfig {
 	struct cpulist cores;
 	unsigned samplerate;       /* faults recorded per second, 0 = all */
 	int policy;                /* a row of inc/fltrace/policies.h */
+	int prefetch;              /* a row of inc/fltrace/prefetchers.h */
 	int far;                   /* a row of inc/fltrace/backends.h */
 	const char *far_arg;       /* what follows "<backend>:" (file: the directory); points into the environment */
 	uint64_t far_latency_ns;   /* added to each re-fetch from far memory (an emulated medium) */

@@ -28,6 +28,7 @@ enum ft_kind {
 	FT_KIND_REFETCH = 1, /* page evicted earlier, fetched back from far memory */
 	FT_KIND_FILE = 2,    /* file-backed page read from its file */
 	FT_KIND_WP = 3,      /* write-protect fault */
+	FT_KIND_PREFETCH = 4, /* first touch of a page a prefetcher brought in: its far read was hidden */
 };
 
 /* Where the fault was taken (struct ft_fault.origin). */

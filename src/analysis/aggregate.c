@@ -265,7 +265,9 @@ bool agg_filter_match(const struct agg_filter *f, const struct ft_file_header *h
 		      const struct ft_fault *fault)
 {
 	if (f->kinds) {
-		bool k = fault->kind < 4 && (f->kinds & (1u << fault->kind));
+		unsigned bit = fault->kind == FT_KIND_PREFETCH ? FILTER_KIND_PREFETCH :
+			       fault->kind < FT_KIND_PREFETCH ? 1u << fault->kind : 0;
+		bool k = f->kinds & bit;
 		bool sc = (f->kinds & FILTER_KIND_SYSCALL) && fault->origin == FT_ORIGIN_SYSCALL;
 		if (!k && !sc)
 			return false;

@@ -55,7 +55,7 @@ int trace_list_dir(const char *dir, struct trace_list *out);
 void trace_list_free(struct trace_list *l);
 
 /* Names of the trace vocabulary, as printed in the CSV columns. */
-const char *trace_kind_name(unsigned kind);       /* zero refetch file wp */
+const char *trace_kind_name(unsigned kind);       /* zero refetch file wp prefetch */
 const char *trace_origin_name(unsigned origin);   /* user syscall */
 const char *trace_status_name(unsigned status);   /* ok none partial */
 const char *trace_op_name(unsigned flags);        /* read write wrprotect */
@@ -164,6 +164,7 @@ enum agg_by {
 
 /* Which faults to keep. Masks are bit sets of 1u << enum value. */
 #define FILTER_KIND_SYSCALL (1u << 4) /* in kinds: faults taken inside a system call */
+#define FILTER_KIND_PREFETCH (1u << 5) /* in kinds: FT_KIND_PREFETCH (svg_common.h's numbering) */
 #define FILTER_ACC_READ 1u
 #define FILTER_ACC_WRITE 2u
 #define FILTER_ACC_WP 4u

@@ -88,6 +88,8 @@ static size_t callsites_col(const struct agg_row *r)
 {
 	if (r->origin == FT_ORIGIN_SYSCALL)
 		return SVG_KIND_SYSCALL;
+	if (r->kind == FT_KIND_PREFETCH)
+		return SVG_KIND_PREFETCH;
 	return r->kind <= FT_KIND_WP ? r->kind : SVG_KIND_REFETCH;
 }
 

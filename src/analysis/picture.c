@@ -14,6 +14,8 @@ static enum svg_kind picture_kind(uint8_t kind, uint8_t origin)
 {
 	if (origin == FT_ORIGIN_SYSCALL)
 		return SVG_KIND_SYSCALL;
+	if (kind == FT_KIND_PREFETCH)
+		return SVG_KIND_PREFETCH;
 	return kind <= FT_KIND_WP ? (enum svg_kind)kind : SVG_KIND_REFETCH;
 }
 

@@ -32,6 +32,11 @@ static const struct runstats_field {
 	{ "faults_syscall", offsetof(struct runstats, syscall), false },
 	{ "faults_nostack", offsetof(struct runstats, nostack), false },
 	{ "faults_sampled_out", offsetof(struct runstats, sampled_out), false },
+	{ "faults_prefetch", offsetof(struct runstats, prefetch_hits), false },
+	{ "prefetch_pages", offsetof(struct runstats, prefetch_pages), false },
+	{ "prefetch_used", offsetof(struct runstats, prefetch_used), false },
+	{ "prefetch_unused", offsetof(struct runstats, prefetch_unused), false },
+	{ "prefetch_dropped", offsetof(struct runstats, prefetch_dropped), false },
 	{ "resident_peak_bytes", offsetof(struct runstats, resident_peak), true },
 	{ "far_peak_bytes", offsetof(struct runstats, far_peak), true },
 	{ "vm_hwm", offsetof(struct runstats, vm_hwm), true },
@@ -163,4 +168,22 @@ int runstats_read_dir(struct runstats *s, const char *dir)
 	}
 	closedir(d);
 	return 0;
+}
+
+/* Accuracy as Leap and the readahead literature define it (prefetched pages used before they left
+ * local memory), coverage as the share of this run's far accesses the prefetcher hid: a page hit
+ * would have been a re-fetch without it. A paired run with --prefetch none gives the exact count
+ * without it (sweep --prefetch does both). */
+const char *runstats_prefetch_text(const struct runstats *s, char *buf, size_t cap)
+{
+	double acc = s->prefetch_pages ? 100.0 * (double)s->prefetch_used / (double)s->prefetch_pages : 0;
+	uint64_t far = s->prefetch_hits + s->refetch;
+	double cov = far ? 100.0 * (double)s->prefetch_hits / (double)far : 0;
+	snprintf(buf, cap, "prefetched %llu pages: %llu used before eviction, %llu evicted unused, %llu "
+		 "released unused; accuracy %.1f%% (used / prefetched); coverage %.1f%% (%llu hits / "
+		 "(hits + %llu re-fetches left))", (unsigned long long)s->prefetch_pages,
+		 (unsigned long long)s->prefetch_used, (unsigned long long)s->prefetch_unused,
+		 (unsigned long long)s->prefetch_dropped, acc, cov, (unsigned long long)s->prefetch_hits,
+		 (unsigned long long)s->refetch);
+	return buf;
 }

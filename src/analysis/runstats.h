@@ -10,6 +10,9 @@ struct runstats {
 	unsigned files;            /* stats files read (processes) */
 	/* Counters, summed over processes. */
 	uint64_t faults, zero, refetch, file, wp, syscall, nostack, sampled_out;
+	/* --prefetch: faults on prefetched pages (hits), pages prefetched, used before eviction,
+	 * evicted unused, released by the program unused */
+	uint64_t prefetch_hits, prefetch_pages, prefetch_used, prefetch_unused, prefetch_dropped;
 	/* Peaks and sizes, the largest of any process (peaks of processes need not coincide). */
 	uint64_t resident_peak, far_peak, vm_hwm, untracked_rss, untracked_map;
 	uint64_t untracked_shared_file, untracked_loader_file;
@@ -23,6 +26,9 @@ int runstats_add_file(struct runstats *s, const char *path);
 int runstats_read_dir(struct runstats *s, const char *dir);
 /* Whether a directory entry name is a stats file. */
 bool runstats_is_stats_name(const char *name);
+/* "prefetched P pages: U used before eviction, E evicted unused, D released unused; accuracy
+ * A% (used / prefetched); coverage C% (hits / (hits + re-fetches left))" into buf; returns buf. */
+const char *runstats_prefetch_text(const struct runstats *s, char *buf, size_t cap);
 /* The last complete line of a stats file (malloc'd, without the newline), or NULL. */
 char *runstats_last_line(const char *path);
 

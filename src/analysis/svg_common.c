@@ -13,6 +13,7 @@ static const char *const kind_names[SVG_KIND_NR] = {
 	[SVG_KIND_FILE] = "file",
 	[SVG_KIND_WP] = "wp",
 	[SVG_KIND_SYSCALL] = "syscall",
+	[SVG_KIND_PREFETCH] = "prefetch",
 };
 
 /* Per kind: read (light), write (mid), wp (dark) shades of one hue. The hues keep away from the
@@ -23,6 +24,7 @@ static const struct svg_rgb leaf_colours[SVG_KIND_NR][SVG_ACC_NR] = {
 	[SVG_KIND_FILE] = { { 203, 201, 226 }, { 158, 154, 200 }, { 123, 95, 181 } },
 	[SVG_KIND_WP] = { { 128, 205, 193 }, { 72, 170, 160 }, { 42, 143, 136 } },
 	[SVG_KIND_SYSCALL] = { { 217, 217, 217 }, { 165, 165, 165 }, { 122, 122, 122 } },
+	[SVG_KIND_PREFETCH] = { { 253, 208, 162 }, { 241, 150, 80 }, { 204, 102, 30 } },
 };
 
 const char *svg_kind_name(enum svg_kind kind)

@@ -15,7 +15,8 @@ enum svg_kind {
 	SVG_KIND_FILE = 2,    /* file-backed page read from its file */
 	SVG_KIND_WP = 3,      /* write-protect fault */
 	SVG_KIND_SYSCALL = 4, /* taken inside a system call */
-	SVG_KIND_NR = 5,
+	SVG_KIND_PREFETCH = 5, /* first touch of a prefetched page: a fault a prefetcher hid */
+	SVG_KIND_NR = 6,
 };
 
 enum svg_access {

@@ -74,6 +74,7 @@ static void summary_kinds(FILE *out, const struct svg_index_info *in)
 		[SVG_KIND_FILE] = "file pages read",
 		[SVG_KIND_WP] = "write-protect faults",
 		[SVG_KIND_SYSCALL] = "inside system calls",
+		[SVG_KIND_PREFETCH] = "hidden by the prefetcher (first touches of prefetched pages)",
 	};
 	const char *sep = ": ";
 

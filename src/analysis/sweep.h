@@ -11,7 +11,7 @@
 #include "runstats.h"
 
 #define SWEEP_MAX_SIZES 16
-#define SWEEP_MAX_POLICIES 4 /* every policy of inc/fltrace/policies.h */
+#define SWEEP_MAX_POLICIES 8 /* series: policies, or policies times prefetchers (--prefetch) */
 #define SWEEP_MAX_RUNS (1 + SWEEP_MAX_SIZES * SWEEP_MAX_POLICIES)
 
 struct sweep_run {

@@ -12,7 +12,7 @@
 static const char sweep_csv_header[] =
 	"run,policy,localmem_bytes,processes,faults,first_touch,refetch,file,wp,in_syscall,nostack,"
 	"sampled_out,wall_s,slowdown,resident_peak_bytes,far_peak_bytes,vm_hwm_bytes,exit_status,"
-	"output\n";
+	"output,prefetch_hits,prefetch_pages,prefetch_used\n";
 
 int sweep_write_csv(FILE *f, const struct sweep_view *v)
 {
@@ -24,10 +24,11 @@ int sweep_write_csv(FILE *f, const struct sweep_view *v)
 		const struct runstats *t = &r->st;
 		fprintf(f, "%s,%s,%" PRIu64 ",%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 			   ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%.3f,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-			   ",%d,%s\n", r->name, r->policy, r->localmem, t->files, t->faults, t->zero,
+			   ",%d,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n", r->name, r->policy, r->localmem, t->files, t->faults, t->zero,
 			t->refetch, t->file, t->wp, t->syscall, t->nostack, t->sampled_out, r->wall_s,
 			r->slowdown, t->resident_peak, t->far_peak, t->vm_hwm, r->status,
-			r->output_differs ? "differs" : "same");
+			r->output_differs ? "differs" : "same", t->prefetch_hits, t->prefetch_pages,
+			t->prefetch_used);
 	}
 	return ferror(f) ? -EIO : 0;
 }

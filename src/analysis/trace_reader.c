@@ -371,8 +371,8 @@ void trace_list_free(struct trace_list *l)
 
 const char *trace_kind_name(unsigned kind)
 {
-	static const char *const names[] = { "zero", "refetch", "file", "wp" };
-	return kind < 4 ? names[kind] : "unknown";
+	static const char *const names[] = { "zero", "refetch", "file", "wp", "prefetch" };
+	return kind < 5 ? names[kind] : "unknown";
 }
 
 const char *trace_origin_name(unsigned origin)

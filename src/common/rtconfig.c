@@ -9,7 +9,7 @@
 
 #define TODO_RECORD "run the program through 'fltrace record', which sets it"
 
-enum kind { K_U64, K_UNSIGNED, K_BOOL, K_WORD, K_POLICY, K_FAR, K_CORES, K_PATH, K_HEX16 };
+enum kind { K_U64, K_UNSIGNED, K_BOOL, K_WORD, K_POLICY, K_PREFETCH, K_FAR, K_CORES, K_PATH, K_HEX16 };
 
 struct setting {
 	const char *name;
@@ -32,6 +32,7 @@ static const struct setting settings[] = {
 	{ FLTRACE_ENV_CORES, K_CORES, OFF(cores), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_SAMPLERATE, K_UNSIGNED, OFF(samplerate), false, 0, 0, 1000000000, NULL },
 	{ FLTRACE_ENV_POLICY, K_POLICY, OFF(policy), false, 0, 0, 0, NULL },
+	{ FLTRACE_ENV_PREFETCH, K_PREFETCH, OFF(prefetch), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_FAR, K_FAR, OFF(far), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_FAR_LATENCY, K_U64, OFF(far_latency_ns), false, 0, 0, FLTRACE_MAX_FAR_LATENCY_US, NULL },
 	{ FLTRACE_ENV_FAR_REPLICAS, K_UNSIGNED, OFF(far_replicas), false, 1, 1, FLTRACE_MAX_FAR_REPLICAS, NULL },
@@ -115,6 +116,19 @@ static int parse_one(const struct setting *s, const char *v, struct rtconfig *c,
 			return refuse(err, s, v, "is not an eviction policy", todo);
 		}
 		c->policy = id;
+		return 0;
+	}
+	case K_PREFETCH: {
+		int id = fltrace_prefetch_find(v ? v : FLTRACE_PREFETCH_DEFAULT);
+		if (id < 0) {
+			char todo[128], list[96];
+			struct fmt f;
+			fmt_init(&f, todo, sizeof(todo));
+			fmt_str(&f, "give one of ");
+			fmt_str(&f, fltrace_prefetch_list(list, sizeof(list)));
+			return refuse(err, s, v, "is not a prefetcher", todo);
+		}
+		c->prefetch = id;
 		return 0;
 	}
 	case K_FAR: {

@@ -12,6 +12,7 @@
 #include "uffd.h"
 #include "region.h"
 #include "evict.h"
+#include "prefetch.h"
 
 static struct {
 	const struct policy_ops *policy;
@@ -68,6 +69,7 @@ void evict_requeue(uintptr_t page, uint32_t *pg)
 static void page_moved_out(uintptr_t page, uint32_t slot, bool probation)
 {
 	uint32_t *pg = region_page(page);
+	prefetch_slot_reset(slot);
 	pagestate_set(page, pg, probation ? PAGE_INACTIVE : PAGE_EVICTED, slot, probation ? PS_PROBATION : PS_EVICT);
 	if (probation) {
 		ev.policy->page_on_probation(page, pg);
@@ -154,10 +156,29 @@ static unsigned move_out_pagewise(const uintptr_t *pages, unsigned n, bool proba
 	return done;
 }
 
+/* Victims a prefetcher staged and no one touched (policy_page_live hands them to policies without
+ * probation as resident pages): they leave without moving data, as a page whose probation ends.
+ * Moves the others to the front of `v`; returns how many are left there. */
+static unsigned evict_staged(uintptr_t *v, unsigned n, unsigned *done)
+{
+	unsigned kept = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (prefetch_staged(*region_page(v[i]))) {
+			evict_probation_end(v[i]);
+			(*done)++;
+		} else {
+			v[kept++] = v[i];
+		}
+	}
+	return kept;
+}
+
 /* Contiguous writable runs go in one UFFDIO_MOVE each. */
 unsigned evict_out(uintptr_t *v, unsigned n, bool probation)
 {
 	unsigned done = 0, i = 0;
+	if (prefetch_on())
+		n = evict_staged(v, n, &done);
 	rt_sort_u64((uint64_t *)v, n);
 	while (i < n) {
 		unsigned j = i + 1;
@@ -204,6 +225,7 @@ void evict_probation_end(uintptr_t page)
 	uint32_t *pg = region_page(page);
 	RT_BUG_ON(!pg || pg_state(*pg) != PAGE_INACTIVE);
 	atomic_fetch_add(&rt.stats.evict_pages, 1);
+	prefetch_evicted(pg_slot(*pg));
 	if (*pg & PG_CLEAN) { /* the file has it: its far copy goes, the next fault reads the file */
 		farmem_free(pg_slot(*pg));
 		pagestate_set(page, pg, PAGE_EMPTY, 0, PS_DROP_CLEAN);

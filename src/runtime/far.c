@@ -91,18 +91,31 @@ bool far_is_local(void)
 	return !fa.b->get && !rt.cfg.far_latency_ns;
 }
 
-const void *far_page_source(uint32_t slot)
+/* The page kept at `slot`, counted in far_gets: NULL when its staging slot holds it (`mem`), else
+ * read from the medium into fa.page. */
+static const void *far_page_read(uint32_t slot)
 {
-	far_wait();
 	atomic_fetch_add_explicit(&rt.stats.far_gets, 1, memory_order_relaxed);
 	if (!fa.b->get)
-		return farmem_addr(slot);
+		return NULL;
 	uint64_t t0 = rt_mono_ns();
 	int err = fa.b->get(slot, fa.page, 1);
 	rt_time_add(&rt.stats.time.far_get, t0);
 	if (err < 0)
 		far_die("cannot read an evicted page back from", err, "check that file system");
 	return fa.page;
+}
+
+const void *far_page_source(uint32_t slot)
+{
+	far_wait();
+	const void *page = far_page_read(slot);
+	return page ? page : farmem_addr(slot);
+}
+
+const void *far_page_prefetch(uint32_t slot)
+{
+	return far_page_read(slot);
 }
 
 void far_keys(uint64_t *ns, uint64_t *slots)

@@ -49,6 +49,10 @@ static inline void far_page_out(uint32_t slot)
  * `mem` (no extra copy), else one page read from the medium (valid until the next call; rt.lock
  * held). Includes --far-latency's wait, counted apart. */
 const void *far_page_source(uint32_t slot);
+/* The same for a prefetch (prefetch.c): NULL when the staging slot holds the page already (`mem`),
+ * else the page read from the medium. No --far-latency wait: a prefetcher overlaps its transfers
+ * with the program's run; they are counted in far_gets all the same. */
+const void *far_page_prefetch(uint32_t slot);
 bool far_is_local(void); /* far_page_source is a plain read of local memory (no medium, no wait) */
 void far_slots_freed(uint32_t first, unsigned n); /* farmem.c, when it empties a run of slots */
 void far_keys(uint64_t *ns, uint64_t *slots); /* the backend's keys call; 0, 0 without one */

@@ -13,7 +13,7 @@ __attribute__((visibility("hidden"))) struct pagestate_counts pagestate_counts;
 static const bool legal[PAGE_NSTATES][PAGE_NSTATES] = {
 	[PAGE_EMPTY] = { [PAGE_PRESENT] = true },
 	[PAGE_PRESENT] = { [PAGE_EMPTY] = true, [PAGE_EVICTED] = true, [PAGE_INACTIVE] = true },
-	[PAGE_EVICTED] = { [PAGE_EMPTY] = true, [PAGE_PRESENT] = true },
+	[PAGE_EVICTED] = { [PAGE_EMPTY] = true, [PAGE_PRESENT] = true, [PAGE_INACTIVE] = true },
 	[PAGE_INACTIVE] = { [PAGE_EMPTY] = true, [PAGE_PRESENT] = true, [PAGE_EVICTED] = true },
 };
 
@@ -176,6 +176,7 @@ static const char *why_name(unsigned why)
 		[PS_PROBATION] = "probation", [PS_EVICT] = "evict", [PS_PROBATION_END] = "probation end",
 		[PS_FORK_WINDOW] = "fork window", [PS_DROP_CLEAN] = "clean drop", [PS_GONE] = "gone",
 		[PS_RELEASE] = "release", [PS_MOVED_OUT] = "moved away", [PS_MOVED_IN] = "moved here",
+		[PS_PREFETCH] = "prefetch", [PS_PREFETCH_HIT] = "prefetch hit",
 	};
 	return why < PS_NWHY && names[why] ? names[why] : "?";
 }

@@ -8,7 +8,8 @@
  *     ^  <---drop clean / gone / release---'  |  '---evict------->  |
  *     |                                       |                     |
  *     |              probation  PRESENT -> INACTIVE (touch: soft)   |
- *     '-------release, clean drop---- INACTIVE ---probation ends--->'
+ *     '-------release, clean drop---- INACTIVE <--prefetch staged---'
+ *                                              '---probation ends--->'
  *     '-------------------------release----------------------------'
  *
  * EMPTY reads as zeros (or, in a file region, as the file); PRESENT is mapped in the program;
@@ -56,6 +57,8 @@ enum ps_why {
 	PS_RELEASE,       /* any -> EMPTY: unmapped or zapped by the program */
 	PS_MOVED_OUT,     /* any -> EMPTY: its word moved to a new address (mremap) */
 	PS_MOVED_IN,      /* its word arrived from an old address (mremap) */
+	PS_PREFETCH,      /* EVICTED -> INACTIVE: staged by a prefetcher (prefetch.c) */
+	PS_PREFETCH_HIT,  /* INACTIVE -> PRESENT: a staged page's first touch */
 	PS_NWHY
 };
 

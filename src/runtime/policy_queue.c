@@ -3,7 +3,9 @@
 #include <errno.h>
 
 #include "policy.h"
+#include "evict.h"
 #include "region.h"
+#include "prefetch.h"
 
 uint64_t policy_queue_room(const struct policy_limits *lim)
 {
@@ -22,7 +24,11 @@ int policy_queue_init(struct policy_queue *q, uint64_t cap, unsigned state)
 uint32_t *policy_page_live(uintptr_t page, unsigned state)
 {
 	uint32_t *pg = region_page(page);
-	if (!pg || pg_state(*pg) != state || !(*pg & PG_QUEUED))
+	if (!pg || !(*pg & PG_QUEUED))
+		return NULL;
+	/* A page a prefetcher staged is local memory that policies without probation evict like a
+	 * resident page (evict_out lets it go without moving data); with probation it is on it. */
+	if (pg_state(*pg) != state && !(state == PAGE_PRESENT && prefetch_staged(*pg) && !evict_has_probation()))
 		return NULL;
 	return pg;
 }

@@ -99,5 +99,6 @@ void count_fault(uint16_t flags, uint8_t kind)
 	atomic_fetch_add(&rt.stats.faults, 1);
 	atomic_fetch_add((flags & FT_FLAG_WRITE) ? &rt.stats.faults_w : &rt.stats.faults_r, 1);
 	atomic_fetch_add(kind == FT_KIND_ZERO ? &rt.stats.faults_zero :
-			 kind == FT_KIND_FILE ? &rt.stats.faults_file : &rt.stats.faults_refetch, 1);
+			 kind == FT_KIND_FILE ? &rt.stats.faults_file :
+			 kind == FT_KIND_PREFETCH ? &rt.stats.faults_prefetch : &rt.stats.faults_refetch, 1);
 }

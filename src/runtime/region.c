@@ -10,6 +10,7 @@
 #include "far.h"
 #include "uffd.h"
 #include "region.h"
+#include "prefetch.h"
 #include "filemap.h"
 #include "evict.h"
 
@@ -94,6 +95,8 @@ static void page_release(uintptr_t page, uint32_t *pg)
 	unsigned s = pg_state(*pg);
 	if (s == PAGE_EMPTY)
 		return;
+	if (s == PAGE_INACTIVE)
+		prefetch_slot_freed(pg_slot(*pg));
 	if (s == PAGE_EVICTED || s == PAGE_INACTIVE)
 		farmem_free(pg_slot(*pg));
 	pagestate_set(page, pg, PAGE_EMPTY, 0, PS_RELEASE);

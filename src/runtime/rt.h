@@ -44,6 +44,7 @@ struct rt_config {
 	struct cpulist cores;
 	unsigned samplerate; /* faults recorded per second, 0 = all */
 	int policy;          /* enum fltrace_policy: a row of inc/fltrace/policies.h */
+	int prefetch;        /* enum fltrace_prefetch: a row of inc/fltrace/prefetchers.h */
 	unsigned far;        /* enum fltrace_backend: a row of inc/fltrace/backends.h */
 	const char *far_arg; /* file: the directory (in the environment) */
 	uint64_t far_latency_ns; /* --far-latency: waited at each re-fetch */
@@ -75,6 +76,7 @@ struct rt_time_stats {
 	_Atomic uint64_t evict;    /* eviction rounds on the fault path (evict_ops rounds, evict_pages pages) */
 	_Atomic uint64_t copyin;   /* UFFDIO_COPY of the page: zeros, its far copy or its file data */
 	_Atomic uint64_t signal;   /* queueing the stack signal to the faulting thread (tgkill) */
+	_Atomic uint64_t prefetch; /* asking the prefetcher and staging what it names (prefetch.c) */
 	_Atomic uint64_t far_wait; /* --far-latency: the emulated medium's wait at re-fetches */
 	_Atomic uint64_t far_get;  /* a backend's re-fetch, all in (memcached: the get round trip and opening) */
 	_Atomic uint64_t far_put;  /* a backend's writes of evicted pages, all in */
@@ -100,6 +102,9 @@ struct rt_stats {
 	_Atomic uint64_t evict_move_misreported; /* moves the kernel called failed that happened */
 	_Atomic uint64_t evict_file_dropped, evict_file_moved; /* clean file pages dropped, written ones moved */
 	_Atomic uint64_t faults_soft; /* resident, probation and far counts: pagestate.h */
+	/* --prefetch (prefetch.c): faults on staged pages (hits, recorded), pages staged, staged pages
+	 * first touched (used), evicted untouched (unused), released by the program untouched */
+	_Atomic uint64_t faults_prefetch, prefetch_pages, prefetch_used, prefetch_unused, prefetch_dropped;
 	_Atomic uint64_t untracked_map_bytes, untracked_maps;
 	_Atomic uint64_t file_map_bytes, file_maps;       /* private file mappings emulated (tracked) */
 	_Atomic uint64_t untracked_shared_file_bytes, untracked_shared_file_maps;

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "prefetch.h"
 #include "fltrace/fmt.h"
 #include "fltrace/outfile.h"
 #include "fltrace/rtconfig.h"
@@ -216,6 +217,7 @@ static void config_parse(struct rt_config *c)
 	c->cores = rc.cores;
 	c->samplerate = rc.samplerate;
 	c->policy = rc.policy;
+	c->prefetch = rc.prefetch;
 	c->far = (unsigned)rc.far;
 	c->far_arg = rc.far_arg;
 	c->far_latency_ns = rc.far_latency_ns;
@@ -367,7 +369,8 @@ __attribute__((constructor(102))) static void rt_init(void)
 	uint64_t ps = rt.page_size;
 	/* Slots for evicted pages (at most -M minus -L: evict.c enforces it) and CLOCK's probation. */
 	if (farmem_init((rt.cfg.maxmem + ps - 1) / ps + 1024) < 0 ||
-	    evict_init(rt.cfg.localmem / ps, rt.cfg.maxmem / ps) < 0 || threads_init() < 0 ||
+	    evict_init(rt.cfg.localmem / ps, rt.cfg.maxmem / ps) < 0 ||
+	    prefetch_init(rt.cfg.localmem / ps, farmem_slots()) < 0 || threads_init() < 0 ||
 	    allocs_init(rt.cfg.alloc_sample, rt.cfg.allocs) < 0 || far_init() < 0)
 		rt_die("runtime", "cannot reserve its bookkeeping memory", "lower -M");
 	handler_signal_init();

@@ -12,6 +12,7 @@
 #include "region.h"
 #include "filemap.h"
 #include "evict.h"
+#include "prefetch.h"
 #include "threads.h"
 #include "handler.h"
 
@@ -194,8 +195,8 @@ static void handler_check_stuck(uintptr_t addr, const uint32_t *pg, enum stuck_w
 bool fault_serve_soft(uintptr_t addr, int fd)
 {
 	uint32_t *pg = region_page(addr);
-	if (!pg || pg_state(*pg) != PAGE_INACTIVE)
-		return false;
+	if (!pg || pg_state(*pg) != PAGE_INACTIVE || prefetch_staged(*pg))
+		return false; /* a staged page's first touch is a fault of its own: a hit, with its stack */
 	uint32_t slot = pg_slot(*pg);
 	/* The thread that holds rt.lock across a fork runs on once woken, to the fork itself: it is
 	 * woken after the bookkeeping, which the child inherits. */
@@ -225,15 +226,17 @@ bool fault_serve_soft(uintptr_t addr, int fd)
 	return true;
 }
 
-/* Puts the page's content in place through `fd`: zeros, its far copy, or its file data. The page
- * is missing (EMPTY or EVICTED). Returns 0, -EEXIST (it was there already) or another -errno. */
+/* Puts the page's content in place through `fd`: zeros, its far copy, its file data, or the copy a
+ * prefetcher staged. The page is missing (EMPTY, EVICTED or staged). Returns 0, -EEXIST (it was
+ * there already) or another -errno. */
 int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kind, uint32_t *region)
 {
+	bool staged = prefetch_staged(*pg);
 	bool evicted = pg_state(*pg) == PAGE_EVICTED;
-	bool from_file = !evicted && (*pg & PG_FILE);
+	bool from_file = !evicted && !staged && (*pg & PG_FILE);
 	uint32_t slot = pg_slot(*pg);
-	const void *src = evicted ? far_page_source(slot) : sv.zero_page;
-	*kind = evicted ? FT_KIND_REFETCH : FT_KIND_ZERO;
+	const void *src = staged ? farmem_addr(slot) : evicted ? far_page_source(slot) : sv.zero_page;
+	*kind = staged ? FT_KIND_PREFETCH : evicted ? FT_KIND_REFETCH : FT_KIND_ZERO;
 	if (from_file) {
 		/* Never written (or dropped clean): the file holds the page. */
 		const struct region *r = region_of(addr);
@@ -247,14 +250,16 @@ int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kin
 	uint64_t t0 = rt_mono_ns();
 	int err = uffd_copy(fd, addr, src, rt.page_size, wake);
 	rt_time_add(&rt.stats.time.copyin, t0);
-	enum ps_why why = evicted ? PS_REFETCH : from_file ? PS_FILL_FILE : PS_FILL_ZERO;
+	enum ps_why why = staged ? PS_PREFETCH_HIT : evicted ? PS_REFETCH : from_file ? PS_FILL_FILE : PS_FILL_ZERO;
 	if (err < 0 && err != -EEXIST) {
 		/* ENOENT/ESRCH: the mapping or the process went away meanwhile. Nothing changed: the
 		 * page keeps its far copy, and its next fault tries again. */
 		pagestate_note_failure(addr, pg, why, err);
 		return err;
 	}
-	if (evicted)
+	if (staged)
+		prefetch_hit(slot);
+	if (evicted || staged)
 		farmem_free(slot);
 	pagestate_set(addr, pg, PAGE_PRESENT, 0, why);
 	/* Clean until it could be written: a page of a writable mapping may change without a fault. */
@@ -400,11 +405,13 @@ bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, enum serve_signal
 	/* A long stretch under rt.lock (an eviction round, a read from a far medium): a poller at
 	 * SCHED_IDLE holds its CPU meanwhile (pollers.c), or a program thread waking there would
 	 * keep the lock from everyone until that CPU idled. */
-	if (!evict_has_room(1) || (pg_state(*pg) == PAGE_EVICTED && !far_is_local()))
+	/* A staged page is local memory already: it needs no room. */
+	unsigned need = prefetch_staged(*pg) ? 0 : 1;
+	if (!evict_has_room(need) || (pg_state(*pg) == PAGE_EVICTED && !far_is_local()) || (prefetch_on() && pg_state(*pg) != PAGE_EMPTY))
 		handler_hold_cpu();
 	uint64_t t0 = rt_mono_ns();
 	/* Under a fork's hold nothing is evicted (rt_fork_prepare made room before). */
-	int room = rt_lock_borrowed() ? 0 : evict_make_room(1);
+	int room = rt_lock_borrowed() ? 0 : evict_make_room(need);
 	rt_time_add(&rt.stats.time.evict, t0);
 	if (room == -ENOSPC)
 		handler_die_maxmem();
@@ -418,6 +425,11 @@ bool fault_serve(struct rt_thread *t, uintptr_t addr, int tid, enum serve_signal
 		handler_check_stuck(addr, pg, STUCK_FAILING);
 		return false;
 	}
+	/* The prefetcher sees every access that reached far memory or was hidden from it, and what it
+	 * names is staged before the thread is woken (serve_wakes_flush): a run does not depend on
+	 * whether the program or its handler ran first. */
+	if (prefetch_on() && (t->kind == FT_KIND_REFETCH || t->kind == FT_KIND_PREFETCH) && !rt_lock_borrowed())
+		prefetch_after(addr, tid, t->kind == FT_KIND_PREFETCH);
 	if (signal == SERVE_SIGNAL_LATE) {
 		signal_late_post(t, tid, addr);
 		*late = true;

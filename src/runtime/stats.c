@@ -88,6 +88,7 @@ static void stats_time_kv(struct fmt *f, struct rt_time_stats *t)
 	kv(f, "t_procfs_ns", atomic_load(&t->procfs));
 	kv(f, "t_lockwait_ns", atomic_load(&t->lockwait));
 	kv(f, "t_soft_ns", atomic_load(&t->soft));
+	kv(f, "t_prefetch_ns", atomic_load(&t->prefetch));
 	kv(f, "t_evict_ns", atomic_load(&t->evict));
 	kv(f, "t_copyin_ns", atomic_load(&t->copyin));
 	kv(f, "t_far_wait_ns", atomic_load(&t->far_wait));
@@ -138,6 +139,11 @@ void stats_write_line(void)
 	kv(&f, "faults_dup", atomic_load(&s->faults_dup));
 	kv(&f, "faults_self", atomic_load(&s->faults_self));
 	kv(&f, "faults_soft", atomic_load(&s->faults_soft));
+	kv(&f, "faults_prefetch", atomic_load(&s->faults_prefetch));
+	kv(&f, "prefetch_pages", atomic_load(&s->prefetch_pages));
+	kv(&f, "prefetch_used", atomic_load(&s->prefetch_used));
+	kv(&f, "prefetch_unused", atomic_load(&s->prefetch_unused));
+	kv(&f, "prefetch_dropped", atomic_load(&s->prefetch_dropped));
 	kv(&f, "faults_sampled_out", atomic_load(&s->faults_sampled_out));
 	kv(&f, "stacks_cut", atomic_load(&s->stacks_cut));
 	kv(&f, "evict_ops", atomic_load(&s->evict_ops));

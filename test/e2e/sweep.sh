@@ -34,7 +34,7 @@ elif ! grep -q 'run 2/6: L6M-clock, -L 6 MiB, clock (the last run took [0-9.]* s
 else pass sweep_runs; fi
 
 expect_eq sweep_csv_columns "header" \
-	"run,policy,localmem_bytes,processes,faults,first_touch,refetch,file,wp,in_syscall,nostack,sampled_out,wall_s,slowdown,resident_peak_bytes,far_peak_bytes,vm_hwm_bytes,exit_status,output" \
+	"run,policy,localmem_bytes,processes,faults,first_touch,refetch,file,wp,in_syscall,nostack,sampled_out,wall_s,slowdown,resident_peak_bytes,far_peak_bytes,vm_hwm_bytes,exit_status,output,prefetch_hits,prefetch_pages,prefetch_used" \
 	"$(head -1 "$D/sweep.csv" 2>/dev/null)"
 
 # callsites.csv: function,code,object,<one column per run>; per run, line 19 has P first touches

@@ -69,7 +69,7 @@ static void check_every_change(void)
 	static const int want[PAGE_NSTATES][PAGE_NSTATES] = {
 		[PAGE_EMPTY] = { [PAGE_PRESENT] = 1 },
 		[PAGE_PRESENT] = { [PAGE_EMPTY] = 1, [PAGE_EVICTED] = 1, [PAGE_INACTIVE] = 1 },
-		[PAGE_EVICTED] = { [PAGE_EMPTY] = 1, [PAGE_PRESENT] = 1 },
+		[PAGE_EVICTED] = { [PAGE_EMPTY] = 1, [PAGE_PRESENT] = 1, [PAGE_INACTIVE] = 1 }, /* staged */
 		[PAGE_INACTIVE] = { [PAGE_EMPTY] = 1, [PAGE_PRESENT] = 1, [PAGE_EVICTED] = 1 },
 	};
 	uintptr_t page = 0x700000000000;
@@ -125,10 +125,15 @@ static void check_counts(void)
 	      "the far copy of a page leaving probation is its probation slot");
 	/* A refused change leaves the counts alone. */
 	uint64_t r = atomic_load(&c->resident);
-	bool was_refused = refused(base, &pages[0], PAGE_INACTIVE, 5, PS_PROBATION);
+	bool was_refused = refused(base, &pages[0], PAGE_EVICTED, 5, PS_EVICT);
 	check("counts_unchanged_when_refused",
 	      was_refused && atomic_load(&c->resident) == r && pg_state(pages[0]) == PAGE_EVICTED,
-	      "far -> probation must be refused");
+	      "far -> far must be refused");
+	/* A prefetcher stages a far page: local memory again (probation's count), its slot kept. */
+	pagestate_set(base, &pages[0], PAGE_INACTIVE, pg_slot(pages[0]), PS_PREFETCH);
+	check("counts_prefetch_staged", atomic_load(&c->resident) == r + 1 && atomic_load(&c->far) == f0 + 2 &&
+						pg_slot(pages[0]) == 1,
+	      "a staged page counts as local memory and keeps its far slot");
 	for (unsigned i = 0; i < 8; i++)
 		if (pg_state(pages[i]) != PAGE_EMPTY)
 			pagestate_set(base + i * 4096, &pages[i], PAGE_EMPTY, 0, PS_RELEASE);

@@ -91,6 +91,8 @@ void evict_probation_end(uintptr_t page)
 }
 
 uint64_t evict_probation_pages(void) { return sim.probation; }
+bool evict_has_probation(void) { return sim.ops->probation; }
+uint64_t *prefetch_bits; /* no prefetcher here: policies meet only pages they were given */
 
 static void sim_start(const char *policy, uint64_t cap, uint64_t seed)
 {
