@@ -148,6 +148,7 @@ RT_HIDDEN extern struct rt rt;
 RT_HIDDEN extern __thread int rt_tls_internal;
 
 void rt_early_init(void);     /* first entry of any wrapper: atfork handlers, region table */
+void rt_exec_check(char *const envp[]); /* before execve: a note if the new program loses fltrace */
 void rt_start_process(void);  /* the fds, files and threads of this process (fork.c calls it again) */
 bool rt_active(void);         /* tracking is on */
 void rt_lock(void);
