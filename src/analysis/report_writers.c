@@ -10,6 +10,9 @@ static const struct report_writer writers[] = {
 	  "README's \"Report CSV\"",
 	  .stem = "report", .ext = "out", .write = report_write_csv,
 	  .write_diff = report_diff_csv, .write_alloc = report_alloc_csv },
+	{ .name = "eden", .summary = "the earlier fltrace's report CSV, column for column, in csv's "
+	  "file (its scripts read it)", .stem = "report", .ext = "out",
+	  .write = report_write_eden },
 	{ .name = "top", .summary = "the biggest rows as a table on stdout (--top N sets N)",
 	  .write = report_write_top, .write_diff = report_diff_top, .write_alloc = report_alloc_top },
 	{ .name = "folded", .summary = "folded stacks on stdout (flamegraph.pl, inferno)",
