@@ -24,7 +24,7 @@ trap 'rm -f "$inc"' EXIT
 	echo "[SEE ALSO]"
 	echo "$see"
 	echo ".PP"
-	echo "README.md of the source tree: the worked example, the output files and their columns."
+	echo "README.md of the source tree: the worked example; src/analysis/README.md: the output files and their columns."
 } > "$inc"
 # help2man runs "$bin $cmd --help" itself; the page's name and title are the command's own.
 help2man --no-info --no-discard-stderr --version-string="$version" --name="$what" \

@@ -65,7 +65,7 @@ struct rt_config {
 /* ---- stats (stats.c) ---- */
 /* Why a fault was recorded without a stack (stats faults_nostack_<name>, in this order). */
 enum rt_nostack { NOSTACK_BLOCKED, NOSTACK_MOVED, NOSTACK_UNWIND, NOSTACK_GONE, NOSTACK_STATE, NOSTACK_NR };
-/* Where the fault path's time goes, in ns summed over threads (make bench's breakdown; README,
+/* Where the fault path's time goes, in ns summed over threads (make bench's breakdown; test/bench/README.md,
  * "Where a fault's time goes"). Handler threads: */
 struct rt_time_stats {
 	_Atomic uint64_t serve;    /* a message in hand until its thread is woken: all of what follows */
