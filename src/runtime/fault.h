@@ -48,6 +48,11 @@ bool handler_keeps_faults(void); /* some handler holds a fault it read and has n
 int handler_peer_cpu(void);
 /* pollers.c: a poller about to work long under rt.lock leaves SCHED_IDLE until it polls again. */
 void handler_hold_cpu(void);
+/* pollers.c: a poller about to wake the last thread it holds holds nothing more: preempted by it
+ * from then on, it is not stuck (serve_wakes_flush). */
+void handler_letting_go(void);
+/* pollers.c: the CPU this poller serves (-1 on any other handler thread). */
+int handler_poller_cpu(void);
 
 /* ---- serve.c (fault_bring_in in handler.h: fork.c serves pages too) ---- */
 int serve_init(void);

@@ -98,8 +98,10 @@ static bool wake_left_to_owner(uintptr_t addr)
 
 void serve_wake_page(int fd, uintptr_t addr)
 {
-	if (!wake_left_to_owner(addr))
-		uffd_wake(fd, addr, rt.page_size);
+	if (wake_left_to_owner(addr))
+		return;
+	handler_letting_go(); /* called last, after rt.lock: the thread woken may preempt us */
+	uffd_wake(fd, addr, rt.page_size);
 }
 
 /* Wakes whatever sleeps on the page: at once outside a handler thread, else after rt.lock. */
@@ -268,6 +270,7 @@ static void signal_arm(struct rt_thread *t, int served)
 {
 	t->posted_mono_ns = rt_mono_ns();
 	t->woken = false;
+	atomic_store_explicit(&t->signal_cpu, handler_poller_cpu(), memory_order_relaxed);
 	atomic_store(&t->served, served);
 	atomic_store(&t->state, REQ_PENDING);
 }
@@ -351,6 +354,8 @@ void serve_wakes_flush(void)
 		return;
 	for (unsigned i = 0; i < l->n; i++) {
 		struct wake *w = &l->w[i];
+		if (i + 1 == l->n)
+			handler_letting_go();
 		switch (w->kind) {
 		case WAKE_RANGE:
 			serve_wake_page(w->fd, w->addr);

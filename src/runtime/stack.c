@@ -145,7 +145,11 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	if (!t || !atomic_compare_exchange_strong(&t->state, &expected, REQ_TAKEN))
 		goto out;
 	atomic_store(&t->busy, 1);
-	atomic_store_explicit(&t->cpu, sched_getcpu(), memory_order_relaxed);
+	int cpu = sched_getcpu(), from = atomic_load_explicit(&t->signal_cpu, memory_order_relaxed);
+	atomic_store_explicit(&t->cpu, cpu, memory_order_relaxed);
+	/* Served by the poller of another CPU: the hand-off this design exists to avoid (stats). */
+	if (from >= 0 && from != cpu)
+		atomic_fetch_add_explicit(&rt.stats.signals_remote, 1, memory_order_relaxed);
 	rt_tls_internal++;
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
 	uint64_t t0 = rt_mono_ns();

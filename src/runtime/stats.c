@@ -191,6 +191,8 @@ void stats_write_line(void)
 	kv(&f, "far_replica_gets", atomic_load(&s->far_replica_gets));
 	kv(&f, "far_servers_lost", atomic_load(&s->far_servers_lost));
 	kv(&f, "faults_routed", atomic_load(&s->faults_routed));
+	kv(&f, "signals_remote", atomic_load(&s->signals_remote));
+	kv(&f, "pollers_starved", atomic_load(&s->pollers_starved));
 	kv(&f, "faults_stolen", atomic_load(&s->faults_stolen));
 	kv(&f, "faults_backstop", atomic_load(&s->faults_backstop));
 	kv(&f, "pollers_boosted", atomic_load(&s->pollers_boosted));

@@ -46,6 +46,7 @@ struct rt_thread *threads_get(int tid)
 			table[i].procfd = -1;
 			atomic_store(&table[i].call_nr, -1);
 			atomic_store(&table[i].cpu, -1);
+			atomic_store(&table[i].signal_cpu, -1);
 			if (atomic_compare_exchange_strong(&table[i].tid, &expected, tid))
 				return &table[i];
 			if (expected == tid)

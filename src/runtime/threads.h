@@ -29,6 +29,7 @@ struct rt_thread {
 	_Atomic int served; /* a signalled request: 0 while its page is on its way, 1 served, 2 failed */
 	_Atomic int served_waiter; /* the thread sleeps on `served` (a futex) */
 	_Atomic int cpu;            /* where it took its last stack signal (-1: never): see handler.c */
+	_Atomic int signal_cpu;     /* the CPU of the poller that sent it its pending signal (-1: not a poller) */
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
 	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
 };
