@@ -109,22 +109,19 @@ print(r.returncode, r.stdout, end="")'
 	install_copy "$TMP/open" 755
 	FLTRACE_KEEP=$FLTRACE
 	FLTRACE=$TMP/open/bin/fltrace
+	# said NAME REGEX: the traced run NAME (a same_run) said REGEX on stderr
+	said() {
+		if grep -q "$2" "$TMP/$1/err"; then pass "$1_said"; else
+			fail "$1_said" "no note on stderr: $(head -c 400 "$TMP/$1/err")"; fi
+	}
 	same_run setid_python_subprocess_user $PY -c "$SUBUSER" &&
-		if grep -q "^fltrace: pid [0-9]* runs untraced: uid 65534 may not use userfaultfd" "$TMP/setid_python_subprocess_user/err"; then
-			pass setid_python_subprocess_user_said
-		else
-			fail setid_python_subprocess_user_said "no note on stderr: $(head -c 300 "$TMP/setid_python_subprocess_user/err")"
-		fi
+		said setid_python_subprocess_user "^fltrace: pid [0-9]* runs untraced: uid 65534 may not use userfaultfd"
 	# the same from a copy in a directory only root may enter: the child's new uid cannot read the
 	# preload library (ld.so skips it), and fltrace says so before the exec
 	install_copy "$TMP/closed" 700
 	FLTRACE=$TMP/closed/bin/fltrace
 	same_run setid_unreadable_preload $PY -c "$SUBUSER" &&
-		if grep -q "^fltrace: pid [0-9]* runs untraced: uid 65534 cannot read the preload library $TMP/closed/lib/fltrace/libfltrace.so (permission denied); install fltrace where every user can read it" "$TMP/setid_unreadable_preload/err"; then
-			pass setid_unreadable_preload_said
-		else
-			fail setid_unreadable_preload_said "no note on stderr: $(head -c 400 "$TMP/setid_unreadable_preload/err")"
-		fi
+		said setid_unreadable_preload "^fltrace: pid [0-9]* runs untraced: uid 65534 cannot read the preload library $TMP/closed/lib/fltrace/libfltrace.so (permission denied); install fltrace where every user can read it"
 	FLTRACE=$FLTRACE_KEEP
 fi
 
