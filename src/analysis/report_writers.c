@@ -7,7 +7,7 @@
 
 static const struct report_writer writers[] = {
 	{ .name = "csv", .summary = "callsite CSV per process (the default); its columns: "
-	  "src/analysis/README.md",
+	  "\"Report CSV\" in src/analysis/README.md",
 	  .stem = "report", .ext = "out", .write = report_write_csv,
 	  .write_diff = report_diff_csv, .write_alloc = report_alloc_csv },
 	{ .name = "eden", .summary = "the earlier fltrace's report CSV, column for column, in csv's "
