@@ -1,5 +1,6 @@
 # fltrace: one non-recursive makefile. Objects go to build/ (build-san/ with SAN=...).
-# Targets: all (./fltrace + preload library), test, test-loaded, fuzz, bench, install, clean.
+# Targets: all (./fltrace + preload library + manual pages), test, test-loaded, fuzz, bench, install,
+# deb, clean.
 
 PREFIX ?= /usr/local
 SAN ?=
@@ -55,8 +56,8 @@ JEMALLOC_U := $(foreach s,$(JEMALLOC_SYMS),-Wl,-u,fltrace_je_$(s))
 
 TOOL_LIBS := -lelf -lz -lm
 
-.PHONY: all test test-loaded unit-test fuzz fuzz-build bench bench-anchor stress check-real install clean progs
-all: $(B)/bin/fltrace $(PRELOAD_LIB) progs
+.PHONY: all test test-loaded unit-test fuzz fuzz-build bench bench-anchor stress check-real install deb clean progs man
+all: $(B)/bin/fltrace $(PRELOAD_LIB) progs man
 # ./fltrace names the default build only: other BUILD trees do not repoint it.
 ifeq ($(B),build)
 all: fltrace
@@ -78,6 +79,18 @@ $(B)/bin/fltrace: $(TOOLS_OBJ) $(ANALYSIS_OBJ) $(COMMON_OBJ) test/floors.sh
 # ./fltrace is a link: the binary finds its preload library at <its dir>/../lib/fltrace/.
 fltrace: $(B)/bin/fltrace
 	ln -sfn $< $@
+
+# Manual pages fltrace(1) and fltrace-<command>(1), made by help2man from the --help of the fltrace
+# just built (tools/man.sh): a change of --help changes them.
+MAN_CMDS := record report visualize sweep
+MAN_PAGES := $(B)/man/fltrace.1 $(MAN_CMDS:%=$(B)/man/fltrace-%.1)
+man: $(MAN_PAGES)
+$(B)/man/fltrace.1: $(B)/bin/fltrace tools/man.sh
+	@mkdir -p $(dir $@)
+	bash tools/man.sh $< "" $@
+$(B)/man/fltrace-%.1: $(B)/bin/fltrace tools/man.sh
+	@mkdir -p $(dir $@)
+	bash tools/man.sh $< $* $@
 
 $(JEMALLOC_RENAMED): $(JEMALLOC_A) Makefile
 	@mkdir -p $(dir $@)
@@ -236,9 +249,17 @@ check-real: all
 	@FLTRACE_BUILD=$(B) REAL_L='$(REAL_L)' REAL_M='$(REAL_M)' /usr/bin/python3 test/real/run.py $(REAL_UNITS)
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/fltrace
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/fltrace $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 755 $(B)/bin/fltrace $(DESTDIR)$(PREFIX)/bin/fltrace
-	install -m 755 $(PRELOAD_LIB) $(DESTDIR)$(PREFIX)/lib/fltrace/libfltrace.so
+	install -m 644 $(PRELOAD_LIB) $(DESTDIR)$(PREFIX)/lib/fltrace/libfltrace.so
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 tools/completion.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/fltrace
+
+# The Debian package, fltrace_<version>_amd64.deb in $(B)/deb (tools/deb.sh: make install into a
+# staging root under /usr, then dpkg-shlibdeps and dpkg-deb).
+deb: all
+	@bash tools/deb.sh $(B)
 
 clean:
 	rm -rf build build-san build-debug fltrace

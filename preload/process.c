@@ -1,5 +1,5 @@
-/* Interposed process-level calls: fork and daemon (the child gets its evicted pages back and a
- * runtime of its own), _exit (the stats are written first), dlopen/dlclose (the maps history). */
+/* Interposed process-level calls: fork and daemon (the child gets its evicted pages back and a runtime
+ * of its own), execve (a note when the new program cannot load fltrace), _exit, dlopen/dlclose. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -24,6 +24,30 @@ EXPORT pid_t fork(void)
 		rt_fork_child_late();
 	return pid;
 }
+
+/* Only a note: each exec itself is glibc's. glibc's exec functions reach the kernel through its
+ * internal execve, past an interposed one: each of those a program calls by name is here (CPython's
+ * subprocess calls execv or execve, shells execve); execl* are left to reach glibc. */
+#define EXEC_WRAP(name, first_type, env)                                                           \
+	EXPORT int name(first_type first, char *const argv[] EXEC_ENVP_##env)                     \
+	{                                                                                          \
+		static int (*real)(first_type, char *const[] EXEC_ENVP_##env);                      \
+		rt_early_init();                                                                   \
+		if (!real)                                                                         \
+			real = (int (*)(first_type, char *const[] EXEC_ENVP_##env))rt_libc_next(#name); \
+		rt_exec_check(EXEC_ENV_##env);                                                     \
+		return real(first, argv EXEC_ARG_##env);                                           \
+	}
+#define EXEC_ENVP_own , char *const envp[]
+#define EXEC_ENVP_environ
+#define EXEC_ENV_own envp
+#define EXEC_ENV_environ environ
+#define EXEC_ARG_own , envp
+#define EXEC_ARG_environ
+EXEC_WRAP(execve, const char *, own)
+EXEC_WRAP(execvpe, const char *, own)
+EXEC_WRAP(execv, const char *, environ)
+EXEC_WRAP(execvp, const char *, environ)
 
 /* glibc's daemon(3) forks through its internal fork, past the wrapper above: its child kept the
  * fork window's SIGBUS handling and never started a runtime of its own. The same steps as

@@ -4,8 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <fltrace/backends.h>
 #include <fltrace/config.h>
+#include <fltrace/policies.h>
 
+#include "../src/analysis/report.h"
 #include "builtin.h"
 #include "cli.h"
 
@@ -81,6 +84,38 @@ static int fltrace_help(int argc, char **argv)
 	return cmd->fn(2, cmd_argv);
 }
 
+/* `fltrace --complete WHAT` (hidden; tools/fltrace.bash-completion calls it): the words of one of
+ * the tables --help prints from, one a line, so that completion offers exactly what --help lists. */
+static int fltrace_complete(int argc, char **argv)
+{
+	const char *what = argc > 2 ? argv[2] : "";
+
+	if (!strcmp(what, "commands")) {
+		for (size_t i = 0; i < FLTRACE_NR_CMDS; i++)
+			printf("%s\n", fltrace_cmds[i].name);
+		printf("help\n");
+	} else if (!strcmp(what, "policies")) {
+		for (unsigned i = 0; i < FLTRACE_POLICY_COUNT; i++)
+			printf("%s\n", fltrace_policy_name(i));
+	} else if (!strcmp(what, "backends")) {
+		/* one that takes an argument is offered as "name:", the argument to be typed */
+		for (unsigned i = 0; i < FLTRACE_BACKEND_COUNT; i++) {
+			const char *arg, *name = fltrace_backend_name(i);
+			printf("%s%s\n", name, fltrace_backend_parse(name, &arg) == -2 ? ":" : "");
+		}
+	} else if (!strcmp(what, "formats")) {
+		size_t n;
+		const struct report_writer *w = report_writers(&n);
+		for (size_t i = 0; i < n; i++)
+			if (w[i].cmd == WR_REPORT)
+				printf("%s\n", w[i].name);
+	} else {
+		return cli_error(CLI_EXIT_USAGE, "--complete", "'%s' is not a list fltrace completes; "
+				 "give commands, policies, backends or formats", what);
+	}
+	return CLI_EXIT_OK;
+}
+
 static int fltrace_dispatch(int argc, char **argv)
 {
 	const struct cmd_struct *cmd;
@@ -96,6 +131,8 @@ static int fltrace_dispatch(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "help"))
 		return fltrace_help(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "--complete"))
+		return fltrace_complete(argc, argv);
 	if (argv[1][0] == '-')
 		return cli_error(CLI_EXIT_USAGE, argv[1], "unknown option; run 'fltrace help' "
 				 "(options go after the command, e.g. 'fltrace record --help')");

@@ -42,7 +42,7 @@
 /* Tests only: µs a handler thread lags after serving a signalled fault, as a preempted one does on a
  * busy machine (the thread, woken, must not outrun what its fault still needs: its count). */
 #define FLTRACE_ENV_TEST_HANDLER_LAG "FLTRACE_TEST_HANDLER_LAG"
-#define FLTRACE_ENV_PRELOAD_PATH "FLTRACE_PRELOAD"  /* the preload library record chose (informational) */
+#define FLTRACE_ENV_PRELOAD_PATH "FLTRACE_PRELOAD"  /* the preload library record chose (execve checks a new user can read it) */
 
 
 #define FLTRACE_DEFAULT_STACK_DEPTH 64

@@ -19,7 +19,7 @@
 	      "left the short one joins the long one. 4-37% fewer faults than fifo where pages are "  \
 	      "reused, none more on scans; no soft faults, 8-16 bytes per page of -L")
 
-/* The default: measured in make bench (README, "Eviction policies"). */
+/* The default: measured in make bench (src/runtime/README.md, "Eviction policies"). */
 #define FLTRACE_POLICY_DEFAULT "2q"
 
 #define FLTRACE_POLICY_ENUM_ROW(name, help) FLTRACE_POLICY_##name,

@@ -96,6 +96,7 @@ const struct report_writer *report_writers(size_t *n);
 /* The writers themselves, one file each (report_text.c, report_pprof.c, ...). */
 int report_write_csv(FILE *out, const struct report_view *v);
 int report_write_top(FILE *out, const struct report_view *v);
+int report_write_eden(FILE *out, const struct report_view *v);
 int report_write_folded(FILE *out, const struct report_view *v);
 int report_write_pprof(FILE *out, const struct report_view *v);
 int report_write_speedscope(FILE *out, const struct report_view *v);

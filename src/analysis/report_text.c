@@ -1,5 +1,5 @@
-/* The text writers of `fltrace report`: the callsite CSV, the terminal table, folded stacks, and
- * the per-fault raw and file views. Formats: /work/shared/docs/formats.md and the README. */
+/* The text writers of `fltrace report`: the callsite CSV and the earlier tool's layout of it, the
+ * terminal table, folded stacks, the per-fault raw and file views (src/analysis/README.md). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -38,16 +38,24 @@ static int text_buf_put(struct text_buf *b, const char *s)
 static const char csv_header[] = "ips,flags,count,percent,op,type,lib,code,functions,kind,"
 	"origin,syscall,file,offset,latency_total_us,latency_mean_us,latency_p99_us,nostack\n";
 
-/* One of the lib / code / functions columns: a field per frame joined by "<//>". */
+/* What a frame that is no frame of the program reads as in the lib / code / functions columns. */
+static const char *const csv_unknown[] = { "??", "??:?", "??" };
+
+/* One of the lib / code / functions columns: a field per frame joined by "<//>", after `lead`
+ * placeholder frames. The lib and code lists end with one more placeholder, as the earlier tool's
+ * did: ips ends with '|', and its scripts zip ips.split('|') with them. */
 static int csv_put_frames(FILE *o, const struct agg_row *r, const struct symbolizer *s, int part,
-			  struct text_buf *b)
+			  unsigned lead, struct text_buf *b)
 {
+	uint32_t n = lead + r->depth + (part < 2);
+
 	b->len = 0;
 	if (b->p)
 		b->p[0] = 0;
-	for (uint32_t k = 0; k < r->depth; k++) {
-		const struct sym_frame *f = r->frames ? sym_frame(s, r->frames[k]) : NULL;
-		const char *v = !f ? "??" : part == 0 ? f->lib : part == 1 ? f->code : f->funcs;
+	for (uint32_t k = 0; k < n; k++) {
+		const struct sym_frame *f = k >= lead && k - lead < r->depth && r->frames ?
+			sym_frame(s, r->frames[k - lead]) : NULL;
+		const char *v = !f ? csv_unknown[part] : part == 0 ? f->lib : part == 1 ? f->code : f->funcs;
 		if ((k && text_buf_put(b, "<//>")) || text_buf_put(b, v))
 			return -ENOMEM;
 	}
@@ -68,7 +76,7 @@ static int csv_write_row(FILE *o, const struct agg_row *r, uint64_t total,
 		total ? r->count * 100 / total : 0, trace_op_name(r->flags),
 		trace_type_name(r->flags));
 	for (int p = 0; p < 3; p++)
-		if (csv_put_frames(o, r, s, p, b))
+		if (csv_put_frames(o, r, s, p, 0, b))
 			return -ENOMEM;
 	fprintf(o, ",%s,%s,", trace_kind_name(r->kind), trace_origin_name(r->origin));
 	if (r->origin == FT_ORIGIN_SYSCALL) {
@@ -102,6 +110,86 @@ int report_write_csv(FILE *o, const struct report_view *v)
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = csv_write_row(o, rows[i], agg_total(v->rows), v->sym, &b);
 	free(b.p);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ the earlier tool's layout */
+
+/* --format eden: the report of the earlier fltrace, column for column - one row per stack and flags,
+ * count descending, percent truncated as pandas' astype(int) does, and its signal handler's two
+ * innermost frames (which its scripts/prepare_flame_graph.py drops) as placeholders. */
+#define EDEN_HANDLER_FRAMES 2
+#define EDEN_HANDLER_IP "0x0"
+
+static int eden_cmp_key(const void *a, const void *b)
+{
+	const struct agg_row *x = *(struct agg_row *const *)a, *y = *(struct agg_row *const *)b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	for (uint32_t k = 0; k < x->depth; k++)
+		if (x->ips[k] != y->ips[k])
+			return x->ips[k] < y->ips[k] ? -1 : 1;
+	return (x->flags > y->flags) - (x->flags < y->flags);
+}
+
+/* Rows to write: the first agg_row of each (stack, flags) key, its count the key's sum. */
+struct eden_row {
+	struct agg_row *r;
+	uint64_t count;
+};
+
+static int eden_cmp_count(const void *a, const void *b)
+{
+	const struct eden_row *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return eden_cmp_key(&x->r, &y->r);
+}
+
+int report_write_eden(FILE *o, const struct report_view *v)
+{
+	struct text_buf b = { 0 };
+	struct agg_row **rows, **keyed;
+	size_t n = agg_rows(v->rows, &rows), m = 0;
+	uint64_t total = agg_total(v->rows);
+	struct eden_row *e;
+	int ret = 0;
+
+	keyed = malloc((n ? n : 1) * sizeof(*keyed));
+	e = malloc((n ? n : 1) * sizeof(*e));
+	if (!keyed || !e) {
+		free(keyed);
+		free(e);
+		return -ENOMEM;
+	}
+	memcpy(keyed, rows, n * sizeof(*keyed));
+	qsort(keyed, n, sizeof(*keyed), eden_cmp_key);
+	for (size_t i = 0; i < n; i++) {
+		if (m && !eden_cmp_key(&e[m - 1].r, &keyed[i]))
+			e[m - 1].count += keyed[i]->count;
+		else
+			e[m++] = (struct eden_row){ keyed[i], keyed[i]->count };
+	}
+	qsort(e, m, sizeof(*e), eden_cmp_count);
+	fputs("ips,flags,count,percent,op,type,lib,code\n", o);
+	for (size_t i = 0; i < m && !ret; i++) {
+		const struct agg_row *r = e[i].r;
+		for (int k = 0; k < EDEN_HANDLER_FRAMES; k++)
+			fputs(EDEN_HANDLER_IP "|", o);
+		for (uint32_t k = 0; k < r->depth; k++)
+			fprintf(o, "0x%" PRIx64 "|", r->ips[k]);
+		fprintf(o, ",%u,%" PRIu64 ",%d,%s,%s", r->flags, e[i].count,
+			total ? (int)((double)e[i].count / (double)total * 100.0) : 0,
+			trace_op_name(r->flags), trace_type_name(r->flags));
+		for (int p = 0; p < 2 && !ret; p++)
+			ret = csv_put_frames(o, r, v->sym, p, EDEN_HANDLER_FRAMES, &b);
+		fputc('\n', o);
+	}
+	free(b.p);
+	free(keyed);
+	free(e);
 	return ret;
 }
 

@@ -6,10 +6,13 @@
 #include "report.h"
 
 static const struct report_writer writers[] = {
-	{ .name = "csv", .summary = "callsite CSV per process (the default); its columns: the "
-	  "README's \"Report CSV\"",
+	{ .name = "csv", .summary = "callsite CSV per process (the default); its columns: "
+	  "\"Report CSV\" in src/analysis/README.md",
 	  .stem = "report", .ext = "out", .write = report_write_csv,
 	  .write_diff = report_diff_csv, .write_alloc = report_alloc_csv },
+	{ .name = "eden", .summary = "the earlier fltrace's report CSV, column for column, in csv's "
+	  "file (its scripts read it)", .stem = "report", .ext = "out",
+	  .write = report_write_eden },
 	{ .name = "top", .summary = "the biggest rows as a table on stdout (--top N sets N)",
 	  .write = report_write_top, .write_diff = report_diff_top, .write_alloc = report_alloc_top },
 	{ .name = "folded", .summary = "folded stacks on stdout (flamegraph.pl, inferno)",

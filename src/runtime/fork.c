@@ -44,7 +44,7 @@ static struct {
 /* The window's faults are served in a SIGBUS handler, so SIGBUS must reach it: a program that
  * forks with every signal blocked until exec (git's run_command, perl's fork) had its child
  * killed by the first missing page. Unblocked for the window only; the program's own atfork child
- * handlers run in it and see SIGBUS unblocked (README says so): the price of not dying there. */
+ * handlers run in it and see SIGBUS unblocked (src/runtime/README.md says so): the price of not dying there. */
 static void fork_window_unblock_sigbus(void)
 {
 	uint64_t bus = 1ull << (SIGBUS - 1), old = 0;

@@ -6,7 +6,7 @@
  * doubles below half of it. A soft fault costs most of what a real one does (the handler's round
  * trip), and measured on bfs, hotcold and python a rescued page saves 0.6-0.95 real faults: with
  * a tenth, sfifo took 2-3% more faults and soft faults in all than fifo; with a 40th, as many, and
- * 1.5-2% fewer real ones (README, "Eviction policies"). */
+ * 1.5-2% fewer real ones (src/runtime/README.md, "Eviction policies"). */
 #define SFIFO_SOFT_SHARE 40
 
 static struct {

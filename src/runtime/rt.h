@@ -66,7 +66,7 @@ struct rt_config {
 /* ---- stats (stats.c) ---- */
 /* Why a fault was recorded without a stack (stats faults_nostack_<name>, in this order). */
 enum rt_nostack { NOSTACK_BLOCKED, NOSTACK_MOVED, NOSTACK_UNWIND, NOSTACK_GONE, NOSTACK_STATE, NOSTACK_NR };
-/* Where the fault path's time goes, in ns summed over threads (make bench's breakdown; README,
+/* Where the fault path's time goes, in ns summed over threads (make bench's breakdown; test/bench/README.md,
  * "Where a fault's time goes"). Handler threads: */
 struct rt_time_stats {
 	_Atomic uint64_t serve;    /* a message in hand until its thread is woken: all of what follows */
@@ -153,6 +153,7 @@ RT_HIDDEN extern struct rt rt;
 RT_HIDDEN extern __thread int rt_tls_internal;
 
 void rt_early_init(void);     /* first entry of any wrapper: atfork handlers, region table */
+void rt_exec_check(char *const envp[]); /* before execve: a note if the new program loses fltrace */
 void rt_start_process(void);  /* the fds, files and threads of this process (fork.c calls it again) */
 bool rt_active(void);         /* tracking is on */
 void rt_lock(void);

@@ -2,6 +2,7 @@
  * fork and exit handling, and the one way to stop the program with a clear message. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -317,21 +318,63 @@ static int rt_open_process_fds(void *starter_tid)
 	return 0;
 }
 
-/* `record` checked that the command may use userfaultfd, so a process refused it is a descendant
- * that gave up root and then exec'd (subprocess with user=, a daemon dropping privileges): it runs
- * as it would untraced, its memory the kernel's, rather than being stopped. Said once, on stderr. */
-static void rt_run_untraced(void)
+/* "pid N runs untraced: uid U <why><what>", one line on stderr. */
+static void rt_untraced_note(const char *why, const char *what)
 {
-	char buf[256];
+	char buf[PATH_MAX + 256];
 	struct fmt f;
 	fmt_init(&f, buf, sizeof(buf));
 	fmt_str(&f, "pid ");
 	fmt_u64(&f, (uint64_t)getpid());
 	fmt_str(&f, " runs untraced: uid ");
 	fmt_u64(&f, (uint64_t)geteuid());
-	fmt_str(&f, " may not use userfaultfd (the program gave up root before this exec)");
+	fmt_str(&f, " ");
+	fmt_str(&f, why);
+	if (what)
+		fmt_str(&f, what);
 	rt_log(buf);
+}
+
+/* `record` checked that the command may use userfaultfd, so a process refused it is a descendant
+ * that gave up root and then exec'd (subprocess with user=, a daemon dropping privileges): it runs
+ * as it would untraced, its memory the kernel's, rather than being stopped. Said once, on stderr. */
+static void rt_run_untraced(void)
+{
+	rt_untraced_note("may not use userfaultfd (the program gave up root before this exec)", NULL);
 	atomic_store(&rt.phase, RT_DISABLED);
+}
+
+/* envp's value of NAME, or NULL. */
+static const char *rt_env_find(char *const envp[], const char *name)
+{
+	size_t len = strlen(name);
+	for (; envp && *envp; envp++)
+		if (!strncmp(*envp, name, len) && (*envp)[len] == '=')
+			return *envp + len + 1;
+	return NULL;
+}
+
+/* Before an exec that keeps fltrace in LD_PRELOAD: a process that changed its user (subprocess
+ * with user=, a daemon dropping root) may no longer read the preload library - fltrace installed
+ * in a directory only its owner enters. ld.so then skips it with its own error and the program runs
+ * untraced; say why, and what to do, as rt_run_untraced does for userfaultfd. */
+void rt_exec_check(char *const envp[])
+{
+	const char *lib = rt_env_find(envp, FLTRACE_ENV_PRELOAD_PATH);
+	const char *preload = rt_env_find(envp, "LD_PRELOAD");
+	if (!lib || !*lib || !preload || !strstr(preload, lib))
+		return;
+	long r = syscall(SYS_faccessat2, AT_FDCWD, lib, R_OK, AT_EACCESS);
+	if (r == 0 || (errno != EACCES && errno != EPERM))
+		return;
+	/* the library's path, then what to do */
+	char what[PATH_MAX + 128];
+	struct fmt f;
+	fmt_init(&f, what, sizeof(what));
+	fmt_str(&f, lib);
+	fmt_str(&f, " (permission denied); install fltrace where every user can read it (make install, "
+		"or the Debian package)");
+	rt_untraced_note("cannot read the preload library ", what);
 }
 
 /* Everything that needs the process's identity: the fds, the far store, the files, the threads. */

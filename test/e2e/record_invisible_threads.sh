@@ -91,17 +91,38 @@ t = threading.Thread(target=stop.wait); t.start()
 print(subprocess.run(["/usr/bin/id", "-G"], group=5, extra_groups=[6, 7], capture_output=True, text=True).stdout, end="")
 stop.set(); t.join()'
 	# a child that gives up root and then execs (subprocess with user=): it may not use
-	# userfaultfd any more, and runs untraced instead of being stopped (it exited 125 before)
-	same_run setid_python_subprocess_user $PY -c '
+	# userfaultfd any more, and runs untraced instead of being stopped (it exited 125 before).
+	# fltrace runs from a copy every user can read, wherever this clone lives (a clone in a 0700
+	# directory would leave uid 65534 unable to load the library: the case after this one).
+	SUBUSER='
 import subprocess, sys
 r = subprocess.run([sys.executable, "-c", "import os; print(os.getuid(), sum(range(10**6)))"],
                    user=65534, stdout=subprocess.PIPE, text=True)
-print(r.returncode, r.stdout, end="")' &&
-		if grep -q "^fltrace: pid [0-9]* runs untraced: uid 65534 may not use userfaultfd" "$TMP/setid_python_subprocess_user/err"; then
-			pass setid_python_subprocess_user_said
-		else
-			fail setid_python_subprocess_user_said "no note on stderr: $(head -c 300 "$TMP/setid_python_subprocess_user/err")"
-		fi
+print(r.returncode, r.stdout, end="")'
+	# install_copy DIR MODE: bin/fltrace and lib/fltrace/libfltrace.so under DIR, DIR of MODE
+	install_copy() {
+		mkdir -p "$1/bin" "$1/lib/fltrace" &&
+			cp "$BUILD/bin/fltrace" "$1/bin/" && cp "$BUILD/lib/fltrace/libfltrace.so" "$1/lib/fltrace/" &&
+			chmod -R a+rX "$1" && chmod "$2" "$1"
+	}
+	chmod 711 "$TMP"
+	install_copy "$TMP/open" 755
+	FLTRACE_KEEP=$FLTRACE
+	FLTRACE=$TMP/open/bin/fltrace
+	# said NAME REGEX: the traced run NAME (a same_run) said REGEX on stderr
+	said() {
+		if grep -q "$2" "$TMP/$1/err"; then pass "$1_said"; else
+			fail "$1_said" "no note on stderr: $(head -c 400 "$TMP/$1/err")"; fi
+	}
+	same_run setid_python_subprocess_user $PY -c "$SUBUSER" &&
+		said setid_python_subprocess_user "^fltrace: pid [0-9]* runs untraced: uid 65534 may not use userfaultfd"
+	# the same from a copy in a directory only root may enter: the child's new uid cannot read the
+	# preload library (ld.so skips it), and fltrace says so before the exec
+	install_copy "$TMP/closed" 700
+	FLTRACE=$TMP/closed/bin/fltrace
+	same_run setid_unreadable_preload $PY -c "$SUBUSER" &&
+		said setid_unreadable_preload "^fltrace: pid [0-9]* runs untraced: uid 65534 cannot read the preload library $TMP/closed/lib/fltrace/libfltrace.so (permission denied); install fltrace where every user can read it"
+	FLTRACE=$FLTRACE_KEEP
 fi
 
 # --- thread lifetimes: the process ends when the program's last thread does ---

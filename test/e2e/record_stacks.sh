@@ -19,7 +19,7 @@ for f in glob.glob(sys.argv[1] + "/fltrace-data-report-*.out"):
     for r in csv.DictReader(open(f)):
         code = r["code"].split("<//>")
         leaf = code[0].split("<<<")[0].split("/")[-1]
-        out.append((int(r["count"]), r["op"], len(code) if r["ips"] else 0, leaf, int(r["nostack"] or 0)))
+        out.append((int(r["count"]), r["op"], len(code) - 1, leaf, int(r["nostack"] or 0)))
 for c, op, d, leaf, ns in sorted(out, reverse=True):
     print(c, op, d, leaf, ns)
 PY

@@ -43,7 +43,7 @@ D=$TMP/bid; mkdir -p "$D"; "$GEN" --write "$D" 1000 bad-build-id >/dev/null
 msg=$("$FLTRACE" report -i "$D" 2>&1)
 case "$msg" in *"build-id differs"*) pass report_build_id_warns ;; *) fail report_build_id_warns "$msg" ;; esac
 code=$(python3 -c 'import csv,sys; print(list(csv.DictReader(open(sys.argv[1])))[0]["code"])' "$D/fltrace-data-report-1000.out")
-expect_eq report_build_id_unknown "frames of a changed binary" "??:?<//>??:?<//>??:?" "$code"
+expect_eq report_build_id_unknown "frames of a changed binary" "??:?<//>??:?<//>??:?<//>??:?" "$code"
 
 # A binary removed since recording: its frames are ??, with its path kept as lib.
 D=$TMP/gone; mkdir -p "$D"; cp "$GEN" "$TMP/gone-bin"

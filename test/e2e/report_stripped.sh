@@ -31,8 +31,8 @@ mkdir -p "$TMP/n"
 	"$(at $e)" ||
 	{ fail report_stripped_write "writer failed"; exit 0; }
 "$FLTRACE" report -i "$TMP/n" --by line >/dev/null 2>&1
-expect_eq report_noline_by_function "--by line without DWARF: one row per function" "2|hidden|??:?
-1|exported|??:?" \
+expect_eq report_noline_by_function "--by line without DWARF: one row per function" "2|hidden|??:?<//>??:?
+1|exported|??:?<//>??:?" \
 	"$(csvrows "$TMP/n/fltrace-data-report-2000.out" count functions code)"
 "$FLTRACE" report -i "$TMP/n" >/dev/null 2>&1
 expect_eq report_symtab_names "names from .symtab" "1|hidden<//>exported
@@ -44,7 +44,7 @@ mkdir -p "$TMP/s"
 	{ fail report_stripped_write "writer failed"; exit 0; }
 "$FLTRACE" report -i "$TMP/s" >/dev/null 2>&1
 expect_eq report_stripped_names "stripped: object+offset, then .dynsym" \
-	"$(printf 'stripped+0x%x<//>exported|%s<//>%s|??:?<//>??:?' $h "$TMP/stripped" "$TMP/stripped")" \
+	"$(printf 'stripped+0x%x<//>exported|%s<//>%s<//>??|??:?<//>??:?<//>??:?' $h "$TMP/stripped" "$TMP/stripped")" \
 	"$(csvrows "$TMP/s/fltrace-data-report-2000.out" functions lib code)"
 "$FLTRACE" report -i "$TMP/s" --folded -o "$TMP/s.folded" >/dev/null 2>&1
 expect_eq report_stripped_folded "folded names" "$(printf 'exported (stripped);stripped+0x%x (stripped) 1' $h)" \
