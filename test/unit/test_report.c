@@ -780,9 +780,9 @@ static int t_writers_table(char *why, size_t whylen)
 		}
 		per_cmd[w[i].cmd]++;
 	}
-	/* What the commands promise: report's eight formats, visualize's five pictures and the
-	 * index, sweep's four files. */
-	CHECK(per_cmd[WR_REPORT] == 8 && per_cmd[WR_VISUALIZE] == 6 && per_cmd[WR_SWEEP] == 4,
+	/* What the commands promise: report's nine formats (eden among them), visualize's five
+	 * pictures and the index, sweep's four files. */
+	CHECK(per_cmd[WR_REPORT] == 9 && per_cmd[WR_VISUALIZE] == 6 && per_cmd[WR_SWEEP] == 4,
 	      "rows per command %zu/%zu/%zu", per_cmd[0], per_cmd[1], per_cmd[2]);
 	return 0;
 }
