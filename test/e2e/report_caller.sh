@@ -20,7 +20,8 @@ m=$(src_line callers.c CALL-MEMSET); c=$(src_line callers.c CALL-MEMCPY); s=$(sr
 # Each line's faults: memset's and memcpy's first touches (one a page), strcmp's file pages of both
 # mappings; kinds split rows, so sum them per line.
 sum_rows() { awk -F'|' '{ n[$1] += $2 } END { for (k in n) print n[k] "|" k }' | sort -t'|' -k2; }
-got=$(csvrows "$TMP/caller.csv" code count | grep -E "^$SRC:($m|$c|$s)\|" | sum_rows)
+# The code column lists the frames, padded as the earlier tool pads them (<//>??:?): the first is the line.
+got=$(csvrows "$TMP/caller.csv" code count | sed "s@<//>[^|]*@@" | grep -E "^$SRC:($m|$c|$s)\|" | sum_rows)
 expect_eq report_caller_lines "--by caller: the program's lines with their faults" \
 	"$PAGES|$SRC:$m
 $PAGES|$SRC:$c

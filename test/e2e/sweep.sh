@@ -56,7 +56,7 @@ if [ -z "$bad" ]; then pass sweep_callsites_exact; else fail sweep_callsites_exa
 # sweep.csv agrees: re-fetches of the run cover line 22's; no refetch at 16 MiB; slowdown of the
 # largest size is 1.
 bad=""
-while IFS=, read -r run pol lm procs faults zero refetch file wp sys nost samp wall slow res far hwm st out; do
+while IFS=, read -r run pol lm procs faults zero refetch file wp sys nost samp wall slow res far hwm st out _hits _pages _used; do
 	i=$(echo $RUNS | tr ' ' '\n' | grep -n "^$run\$" | cut -d: -f1)
 	s=$(cut -d, -f$i <<<"$scan")
 	[ "$refetch" -ge "${s:-0}" ] || bad="$bad$run: refetch $refetch < line 22's $s; "
