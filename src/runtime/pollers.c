@@ -10,13 +10,15 @@
  * slots per poller; any poller takes a routed fault left STEAL_NS (that CPU is busy). After
  * FLTRACE_SPIN_US (100 µs) without a fault pollers sleep in poll(), at normal priority: a runnable
  * SCHED_IDLE thread may wait seconds for a busy CPU, and its process cannot exit or exec until it
- * has (poller_policy). The backstop (-C normal threads) ticks every BACKSTOP_TICK_NS while pollers
+ * has (poller_policy). A poller whose CPU's threads took no fault for REST_AFTER_NS rests off the
+ * userfaultfd until a fault is routed to it (poller_rest). The backstop (-C normal threads) ticks every BACKSTOP_TICK_NS while pollers
  * poll: it serves while faults wait and no poller takes them (every CPU busy), and gives SCHED_OTHER
  * to a poller stuck in the middle of a fault or starved while awake (pollers_boost_stuck). Nothing
  * that wakes a faulting thread is done under rt.lock (serve.c), and a poller holds its CPU at
  * SCHED_OTHER for long stretches under it (handler_hold_cpu).
  * --poll adaptive|block|spin: -C handler threads, each reading every fault (the earlier designs). */
 #include <errno.h>
+#include <linux/futex.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <sched.h>
@@ -56,14 +58,15 @@ struct poller {
 	struct handler_ctx *ctx;
 	_Atomic uint64_t busy_since; /* serving since (0: looking for work): the backstop's view */
 	_Atomic int boosted;         /* given SCHED_OTHER by the backstop: enum boost */
-	uint64_t last_stuck;         /* when it was last found stuck (rt_mono_ns) */
 	unsigned starved_ticks;      /* the backstop's: ticks in a row it was found starved */
 	bool idle_policy;            /* at SCHED_IDLE now (only while it polls: poller_policy) */
 	_Atomic uint64_t beat;       /* its loop's turns: the backstop tells a starved poller by it */
 	uint64_t beat_seen;          /* the backstop's: beat at its last tick */
-	_Atomic bool asleep;         /* in poll() */
+	_Atomic bool asleep;         /* in poll(), or resting */
+	_Atomic bool resting;        /* off the userfaultfd: woken by a fault routed here (poller_rest) */
+	_Atomic uint32_t kick;       /* futex word a resting poller sleeps on */
+	uint64_t last_own;           /* when it last took a fault of its own CPU's (rt_mono_ns) */
 	_Atomic unsigned queued;     /* slots holding a routed fault */
-	uint64_t backoff_until, backoff_ns; /* no new fault until then: see poller_unboost */
 	struct route_slot slots[ROUTE_SLOTS];
 };
 
@@ -79,6 +82,7 @@ static struct {
 	_Atomic uint64_t last_msg; /* when a poller last read a message (rt_mono_ns) */
 	_Atomic uint64_t progress; /* messages handled by anyone: the watchdog's sign of life */
 	_Atomic unsigned started;  /* threads that got past glibc's thread start-up */
+	_Atomic unsigned reading;  /* pollers not resting: never below one */
 	uint64_t watched_progress;
 	unsigned stalled_seconds;  /* seconds without progress in which nothing could make any */
 	uint64_t stalled_cpu_ticks; /* CPU the handlers used since the last progress */
@@ -193,6 +197,57 @@ static bool pollers_block(int timeout_ms)
 	return polled >= 0 || errno == EINTR;
 }
 
+/* ---- resting: pollers off the userfaultfd ----
+ * A poller reading the userfaultfd on a CPU where no program thread faults costs the program: while
+ * it spins it reads first the faults of the threads on other CPUs, which then go through a route;
+ * asleep in poll() it is woken by every fault, an IPI to an idle vCPU sent by the faulting thread
+ * (GAPBS bfs, one thread: 14-16 s traced against 12 s with a busy loop keeping the other vCPU's poller
+ * away). So a poller that took no fault of its own CPU's for REST_AFTER_NS rests: it sleeps on its
+ * own futex, off the userfaultfd, until a fault is routed to it (a thread of the program came to its
+ * CPU: route_put kicks it) or REST_MAX_MS pass. One poller always reads. */
+#define REST_AFTER_NS (5 * 1000 * 1000ull)
+#define REST_MAX_MS 200
+
+static void poller_kick(struct poller *p)
+{
+	if (!atomic_load_explicit(&p->resting, memory_order_acquire))
+		return;
+	atomic_store(&p->kick, 1);
+	syscall(SYS_futex, &p->kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Whether this poller may stop reading: the others keep at least one reader. Not with -S: a thread's
+ * CPU is learnt from its stack signal (rt_thread.cpu), which a rate of recorded faults leaves
+ * stale, and faults routed by it woke a resting poller on the wrong CPU (GAPBS bfs -S 1: 9% slower). */
+static bool poller_may_rest(struct poller *p, uint64_t now)
+{
+	if (now - p->last_own < REST_AFTER_NS || hd.npollers < 2 || rt.cfg.samplerate)
+		return false;
+	unsigned n = atomic_load(&hd.reading);
+	while (n > 1)
+		if (atomic_compare_exchange_weak(&hd.reading, &n, n - 1))
+			return true;
+	return false;
+}
+
+static void poller_rest(struct poller *p)
+{
+	atomic_store(&p->kick, 0);
+	atomic_store(&p->asleep, true);
+	atomic_store_explicit(&p->resting, true, memory_order_release);
+	/* A fault routed here before `resting` was seen is in a slot: look once more. */
+	while (!atomic_load(&p->queued) && !atomic_load(&p->kick)) {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = REST_MAX_MS * 1000000l };
+		atomic_fetch_add_explicit(&rt.stats.pollers_rests, 1, memory_order_relaxed);
+		if (syscall(SYS_futex, &p->kick, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0) < 0 && errno == ETIMEDOUT)
+			break;
+	}
+	atomic_store(&p->resting, false);
+	atomic_store(&p->asleep, false);
+	atomic_fetch_add(&hd.reading, 1);
+	p->last_own = rt_mono_ns(); /* woken for a fault here, or looking again: a full period */
+}
+
 /* ---- routing ---- */
 
 static bool route_put(struct poller *to, const struct uffd_msg *m, int fd)
@@ -206,6 +261,7 @@ static bool route_put(struct poller *to, const struct uffd_msg *m, int fd)
 		s->fd = fd;
 		atomic_fetch_add(&to->queued, 1);
 		atomic_store_explicit(&s->stamp, rt_mono_ns(), memory_order_release);
+		poller_kick(to);
 		return true;
 	}
 	return false; /* full: served where it was read */
@@ -277,36 +333,25 @@ static void poller_take(void *self, const struct uffd_msg *m, int fd)
 		atomic_fetch_add_explicit(&rt.stats.faults_routed, 1, memory_order_relaxed);
 		return;
 	}
+	if (!to || to == p) /* a thread whose CPU is unknown may be on this one */
+		p->last_own = rt_mono_ns();
 	poller_serve(p, m, fd);
 }
 
-/* Found stuck in a fault by the backstop and given SCHED_OTHER, twice within STUCK_AGAIN_NS: its CPU
- * is busy with other threads, so it takes no new fault for a while (1 ms, doubling while it keeps
- * being found stuck, up to 64 ms), asleep: taken, a fault would likely stall in its hands. Once is
- * no sign of that (a kernel thread ran a moment), and a poller backing off leaves the faults of
- * the thread on its CPU to another vCPU's poller (bfs of GAPBS at -L 1000, native 7.7 s: 16.3 s
- * with a backoff after every stuck fault, 15.0 without). Found starved while polling, it
- * just goes on: the boost let it turn its loop, which is all its process's exit needed. */
-#define STUCK_AGAIN_NS (10 * 1000 * 1000ull)
-#define BACKOFF_MIN_NS (1000 * 1000ull)
-#define BACKOFF_MAX_NS (64 * 1000 * 1000ull)
-static void poller_unboost(struct poller *p, uint64_t now)
+/* Boosted by the backstop (pollers_boost_stuck), it goes back to SCHED_IDLE at its next fault.
+ * Nothing more: a poller that backed off (slept 1-64 ms when found stuck twice within 10 ms, as
+ * a sign that its CPU is busy with other threads) left the faults of the thread on its CPU to
+ * another vCPU's poller, and a preempted poller is found stuck often on a busy machine. GAPBS bfs
+ * at -L 1000, one thread, same minutes: 14.65 / 14.96 s with the backoff, 14.08 / 13.10 without
+ * (8,000-11,000 faults stolen across vCPUs with it, 60-170 without); OpenMP x2 with a busy loop on
+ * one vCPU: 9.54 / 10.25 s with, 10.47 / 9.88 without. A fault routed to a busy CPU is stolen
+ * after STEAL_NS, and a poller whose CPU's threads stopped faulting rests (poller_rest). */
+static void poller_unboost(struct poller *p)
 {
-	int why = atomic_load_explicit(&p->boosted, memory_order_relaxed);
-	if (why == BOOST_NONE)
+	if (atomic_load_explicit(&p->boosted, memory_order_relaxed) == BOOST_NONE)
 		return;
 	atomic_store(&p->boosted, BOOST_NONE);
 	p->idle_policy = false;
-	bool twice = p->last_stuck && now - p->last_stuck < STUCK_AGAIN_NS;
-	if (why == BOOST_STUCK)
-		p->last_stuck = now;
-	if (why == BOOST_STARVED || !twice)
-		return;
-	bool again = now < p->backoff_until + BACKOFF_MAX_NS;
-	p->backoff_ns = again && p->backoff_ns ? p->backoff_ns * 2 : BACKOFF_MIN_NS;
-	if (p->backoff_ns > BACKOFF_MAX_NS)
-		p->backoff_ns = BACKOFF_MAX_NS;
-	p->backoff_until = now + p->backoff_ns;
 }
 
 static void pollers_sleep_ns(uint64_t ns)
@@ -321,7 +366,12 @@ static bool poller_work(struct poller *p, uint64_t now)
 {
 	struct uffd_msg m;
 	int fd;
-	if (route_take(p, UINT64_MAX, &m, &fd) || route_steal(p, now, &m, &fd)) {
+	if (route_take(p, UINT64_MAX, &m, &fd)) {
+		p->last_own = now;
+		poller_serve(p, &m, fd);
+		return true;
+	}
+	if (route_steal(p, now, &m, &fd)) {
 		poller_serve(p, &m, fd);
 		return true;
 	}
@@ -340,18 +390,13 @@ static void *poller_main(void *arg)
 	tls_poller = p;
 	p->ctx = handler_ctx_new();
 	atomic_store(&p->tid, rt_gettid());
+	p->last_own = rt_mono_ns();
 	atomic_fetch_add(&hd.started, 1);
 	pollers_pin(p->cpu);
 	for (;;) {
 		atomic_fetch_add_explicit(&p->beat, 1, memory_order_relaxed);
 		uint64_t now = rt_mono_ns();
-		poller_unboost(p, now);
-		if (now < p->backoff_until && !handler_ctx_waiting(p->ctx)) {
-			atomic_store(&p->asleep, true);
-			pollers_sleep_ns(p->backoff_until - now);
-			atomic_store(&p->asleep, false);
-			continue;
-		}
+		poller_unboost(p);
 		if (poller_work(p, now))
 			continue;
 		ssize_t n = pollers_read(poller_take, p);
@@ -371,6 +416,10 @@ static void *poller_main(void *arg)
 		/* Follow-ups (a signal not yet answered, waited for up to 50 ms) are checked each ms. */
 		if (handler_ctx_waiting(p->ctx) || atomic_load_explicit(&p->queued, memory_order_relaxed)) {
 			pollers_block(1);
+			continue;
+		}
+		if (poller_may_rest(p, rt_mono_ns())) {
+			poller_rest(p);
 			continue;
 		}
 		/* No fault for a while: sleep until the next (which wakes every poller). */
@@ -522,20 +571,31 @@ static void backstop_serve(struct handler_ctx *ctx)
 
 /* The backstop (-C of them, normal priority): while pollers poll, it looks every BACKSTOP_TICK_NS
  * for faults that waited a whole tick without a poller taking any (then it serves), and for a
- * poller stuck in the middle of a fault (then it boosts it). While they sleep, it sleeps with them
- * in poll(), woken by the same fault. A waking thread every fault would cost more: measured, a
- * backstop asleep in poll() beside the pollers made a first touch 2-3x dearer (it is woken on
- * another vCPU, and now and then takes the fault there). */
+ * poller stuck in the middle of a fault (then it boosts it). Once every poller has slept for
+ * BACKSTOP_IDLE_NS (the program stopped faulting) it sleeps with them in poll(), woken by the same
+ * fault. Not sooner: a thread woken by every fault would cost more (measured, a backstop asleep in
+ * poll() beside the pollers made a first touch 2-3x dearer: it is woken on another vCPU, and now
+ * and then takes the fault there), and a poller woken from poll() needs no backstop: it runs at
+ * normal priority until it has read. Between bursts of faults (GAPBS bfs: 30,000 of its 105,709
+ * came after the pollers had gone to sleep) it keeps ticking instead. */
+#define BACKSTOP_IDLE_NS (10 * 1000 * 1000ull)
 static void *backstop_main(void *arg)
 {
 	handler_thread_enter();
 	struct handler_ctx *ctx = handler_ctx_new();
 	atomic_store(&hd.tids[(uintptr_t)arg % RT_MAX_HANDLERS], rt_gettid());
 	atomic_fetch_add(&hd.started, 1);
-	uint64_t seen = atomic_load(&hd.polled);
+	uint64_t seen = atomic_load(&hd.polled), asleep_since = 0;
 	for (;;) {
-		if (pollers_all_asleep() && !handler_ctx_waiting(ctx))
+		uint64_t now = rt_mono_ns();
+		if (!pollers_all_asleep() || handler_ctx_waiting(ctx))
+			asleep_since = 0;
+		else if (!asleep_since)
+			asleep_since = now;
+		else if (now - asleep_since >= BACKSTOP_IDLE_NS) {
 			pollers_block(200); /* woken with the pollers by the next fault */
+			asleep_since = 0;
+		}
 		pollers_sleep_ns(BACKSTOP_TICK_NS);
 		pollers_boost_stuck(rt_mono_ns(), true);
 		uint64_t polled = atomic_load(&hd.polled);
@@ -645,6 +705,7 @@ static int pollers_start(void)
 		hd.npollers++;
 	}
 	atomic_store(&hd.last_msg, 0); /* asleep until the first fault */
+	atomic_store(&hd.reading, hd.npollers);
 	for (unsigned i = 0; i < hd.npollers; i++) {
 		if (rt_thread_create(&hd.pollers[i].thread, poller_main, &hd.pollers[i], "fltrace-poller") != 0)
 			return -EAGAIN;

@@ -117,7 +117,7 @@ struct rt_stats {
 	_Atomic uint64_t far_put_rounds, far_replica_gets, far_servers_lost;
 	/* --poll percpu (pollers.c): faults routed to another CPU's poller, routed faults another
 	 * poller took after they waited, faults the backstop served, pollers it gave normal priority */
-	_Atomic uint64_t faults_routed, faults_stolen, faults_backstop, pollers_boosted, pollers_starved, signals_remote;
+	_Atomic uint64_t faults_routed, faults_stolen, faults_backstop, pollers_boosted, pollers_starved, pollers_rests, signals_remote;
 	struct rt_time_stats time;
 };
 /* ---- the runtime root (runtime.c) ---- */
