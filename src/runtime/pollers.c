@@ -592,10 +592,8 @@ static void *backstop_main(void *arg)
 			asleep_since = 0;
 		else if (!asleep_since)
 			asleep_since = now;
-		else if (now - asleep_since >= BACKSTOP_IDLE_NS) {
-			pollers_block(200); /* woken with the pollers by the next fault */
-			asleep_since = 0;
-		}
+		else if (now - asleep_since >= BACKSTOP_IDLE_NS)
+			pollers_block(200); /* woken with the pollers by the next fault, or not for 200 ms */
 		pollers_sleep_ns(BACKSTOP_TICK_NS);
 		pollers_boost_stuck(rt_mono_ns(), true);
 		uint64_t polled = atomic_load(&hd.polled);
