@@ -210,7 +210,9 @@ static bool pollers_block(int timeout_ms)
 
 static void poller_kick(struct poller *p)
 {
-	if (!atomic_load_explicit(&p->resting, memory_order_acquire))
+	/* Sequentially consistent, as is the rest's store and its look at `queued`: each side stores,
+	 * then loads what the other stored, and one of them sees the other's store. */
+	if (!atomic_load(&p->resting))
 		return;
 	atomic_store(&p->kick, 1);
 	syscall(SYS_futex, &p->kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -234,11 +236,11 @@ static void poller_rest(struct poller *p)
 {
 	atomic_store(&p->kick, 0);
 	atomic_store(&p->asleep, true);
-	atomic_store_explicit(&p->resting, true, memory_order_release);
+	atomic_store(&p->resting, true);
+	atomic_fetch_add_explicit(&rt.stats.pollers_rests, 1, memory_order_relaxed);
 	/* A fault routed here before `resting` was seen is in a slot: look once more. */
 	while (!atomic_load(&p->queued) && !atomic_load(&p->kick)) {
 		struct timespec ts = { .tv_sec = 0, .tv_nsec = REST_MAX_MS * 1000000l };
-		atomic_fetch_add_explicit(&rt.stats.pollers_rests, 1, memory_order_relaxed);
 		if (syscall(SYS_futex, &p->kick, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0) < 0 && errno == ETIMEDOUT)
 			break;
 	}
