@@ -11,9 +11,10 @@
  * FLTRACE_SPIN_US (100 µs) without a fault pollers sleep in poll(), at normal priority: a runnable
  * SCHED_IDLE thread may wait seconds for a busy CPU, and its process cannot exit or exec until it
  * has (poller_policy). A poller whose CPU's threads took no fault for REST_AFTER_NS rests off the
- * userfaultfd until a fault is routed to it (poller_rest). The backstop (-C normal threads) ticks every BACKSTOP_TICK_NS while pollers
- * poll: it serves while faults wait and no poller takes them (every CPU busy), and gives SCHED_OTHER
- * to a poller stuck in the middle of a fault or starved while awake (pollers_boost_stuck). Nothing
+ * userfaultfd until a fault is routed to it (poller_rest). The backstop (-C normal threads) ticks
+ * every BACKSTOP_TICK_NS until the pollers have all slept BACKSTOP_IDLE_NS: it serves while faults
+ * wait and no poller takes them (every CPU busy), and gives SCHED_OTHER to a poller stuck in the
+ * middle of a fault or starved while awake (pollers_boost_stuck). Nothing
  * that wakes a faulting thread is done under rt.lock (serve.c), and a poller holds its CPU at
  * SCHED_OTHER for long stretches under it (handler_hold_cpu).
  * --poll adaptive|block|spin: -C handler threads, each reading every fault (the earlier designs). */
@@ -99,7 +100,7 @@ static int pollers_set_policy(int tid, int policy)
 }
 
 /* A poller runs at SCHED_IDLE only while it polls for faults: then it takes no CPU a program thread
- * wants. Asleep, backing off or boosted it is SCHED_OTHER: a SCHED_IDLE thread left runnable on a
+ * wants. Asleep, resting or boosted it is SCHED_OTHER: a SCHED_IDLE thread left runnable on a
  * busy CPU may wait seconds for it, and a process cannot exit or exec until each of its threads has
  * run to its end (measured: 7-8 s to exit for a process with two SCHED_IDLE threads polling while
  * both CPUs ran busy loops, 0.2-0.3 s with them asleep or at SCHED_OTHER). */
@@ -125,8 +126,8 @@ int handler_poller_cpu(void)
 }
 
 /* The thread a poller wakes last preempts it at once (its CPU, a SCHED_IDLE poller): and since the
- * poller holds nothing more, that is no stall for the backstop to boost (it did, and the poller
- * then backed off for ms while its CPU's thread faulted on). */
+ * poller holds nothing more, that is no stall for the backstop to boost (it did, and boosts then
+ * cost the poller its CPU's faults for ms). */
 void handler_letting_go(void)
 {
 	struct poller *p = tls_poller;
@@ -188,13 +189,14 @@ static ssize_t pollers_read(void (*take)(void *self, const struct uffd_msg *m, i
 	return n == 0 && failed ? -1 : n;
 }
 
-static bool pollers_block(int timeout_ms)
+/* poll()'s answer: descriptors ready, 0 at the time-out or on a signal, -1 on an error. */
+static int pollers_block(int timeout_ms)
 {
 	uint64_t t0 = rt_mono_ns();
 	atomic_fetch_add_explicit(&rt.stats.time.wakeups, 1, memory_order_relaxed);
 	int polled = poll(pollers_fds, pollers_nfds, timeout_ms);
 	rt_time_add(&rt.stats.time.idle, t0);
-	return polled >= 0 || errno == EINTR;
+	return polled < 0 && errno == EINTR ? 0 : polled;
 }
 
 /* ---- resting: pollers off the userfaultfd ----
@@ -335,12 +337,12 @@ static void poller_take(void *self, const struct uffd_msg *m, int fd)
 		atomic_fetch_add_explicit(&rt.stats.faults_routed, 1, memory_order_relaxed);
 		return;
 	}
-	if (!to || to == p) /* a thread whose CPU is unknown may be on this one */
-		p->last_own = rt_mono_ns();
 	poller_serve(p, m, fd);
+	if (!to || to == p) /* a thread whose CPU is unknown may be on this one */
+		p->last_own = rt_mono_ns(); /* after: a serve longer than REST_AFTER_NS is no rest */
 }
 
-/* Boosted by the backstop (pollers_boost_stuck), it goes back to SCHED_IDLE at its next fault.
+/* Boosted by the backstop (pollers_boost_stuck), it goes back to SCHED_IDLE when it next polls.
  * Nothing more: a poller that backed off (slept 1-64 ms when found stuck twice within 10 ms, as
  * a sign that its CPU is busy with other threads) left the faults of the thread on its CPU to
  * another vCPU's poller, and a preempted poller is found stuck often on a busy machine. GAPBS bfs
@@ -368,13 +370,11 @@ static bool poller_work(struct poller *p, uint64_t now)
 {
 	struct uffd_msg m;
 	int fd;
-	if (route_take(p, UINT64_MAX, &m, &fd)) {
-		p->last_own = now;
+	/* A stolen fault counts as its own: the CPU it was routed to is busy, and this poller may be
+	 * all its thread has (resting, it would leave the fault to the backstop's tick). */
+	if (route_take(p, UINT64_MAX, &m, &fd) || route_steal(p, now, &m, &fd)) {
 		poller_serve(p, &m, fd);
-		return true;
-	}
-	if (route_steal(p, now, &m, &fd)) {
-		poller_serve(p, &m, fd);
+		p->last_own = rt_mono_ns();
 		return true;
 	}
 	if (!handler_ctx_waiting(p->ctx))
@@ -402,8 +402,10 @@ static void *poller_main(void *arg)
 		if (poller_work(p, now))
 			continue;
 		ssize_t n = pollers_read(poller_take, p);
-		if (n < 0)
+		if (n < 0) {
+			atomic_fetch_sub(&hd.reading, 1); /* the userfaultfd is gone: it reads no more */
 			break;
+		}
 		if (n > 0)
 			continue;
 		/* Read now, not at the loop's top: another poller may have read a fault since (and may
@@ -424,7 +426,7 @@ static void *poller_main(void *arg)
 			poller_rest(p);
 			continue;
 		}
-		/* No fault for a while: sleep until the next (which wakes every poller). */
+		/* No fault for a while: sleep until the next (which wakes every poller not resting). */
 		atomic_store(&p->asleep, true);
 		if (!route_any_queued())
 			pollers_block(200);
@@ -594,13 +596,17 @@ static void *backstop_main(void *arg)
 			asleep_since = 0;
 		else if (!asleep_since)
 			asleep_since = now;
-		else if (now - asleep_since >= BACKSTOP_IDLE_NS)
-			pollers_block(200); /* woken with the pollers by the next fault, or not for 200 ms */
+		else if (now - asleep_since >= BACKSTOP_IDLE_NS && pollers_block(200) > 0)
+			asleep_since = 0; /* woken with the pollers by a fault: tick again (a time-out: sleep on) */
 		pollers_sleep_ns(BACKSTOP_TICK_NS);
 		pollers_boost_stuck(rt_mono_ns(), true);
 		uint64_t polled = atomic_load(&hd.polled);
-		if (polled == seen && pollers_work_waiting())
+		if (polled == seen && pollers_work_waiting()) {
+			/* No poller took a fault for a tick: one resting may be on an idle CPU. */
+			for (unsigned i = 0; i < hd.npollers; i++)
+				poller_kick(&hd.pollers[i]);
 			backstop_serve(ctx);
+		}
 		seen = atomic_load(&hd.polled);
 		handler_tend(ctx);
 	}
@@ -662,7 +668,7 @@ static void *handler_main(void *arg)
 			__builtin_ia32_pause();
 			continue;
 		}
-		if (!pollers_block(handler_ctx_waiting(ctx) ? 1 : 200))
+		if (pollers_block(handler_ctx_waiting(ctx) ? 1 : 200) < 0)
 			break;
 	}
 	return NULL;

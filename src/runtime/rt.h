@@ -116,7 +116,9 @@ struct rt_stats {
 	 * a replica served (the first server failed or lacked the page), servers given up */
 	_Atomic uint64_t far_put_rounds, far_replica_gets, far_servers_lost;
 	/* --poll percpu (pollers.c): faults routed to another CPU's poller, routed faults another
-	 * poller took after they waited, faults the backstop served, pollers it gave normal priority */
+	 * poller took after they waited, faults the backstop served, pollers it gave normal priority
+	 * (stuck in a fault, starved while awake), rests begun by a poller off the userfaultfd,
+	 * stack signals taken on another CPU than the serving poller's */
 	_Atomic uint64_t faults_routed, faults_stolen, faults_backstop, pollers_boosted, pollers_starved, pollers_rests, signals_remote;
 	struct rt_time_stats time;
 };
@@ -223,7 +225,8 @@ void rt_sort_u32(uint32_t *v, size_t n);
  * SIGSETXID, so the program's process-wide signals (SIGALRM, SIGCHLD...) never run its handlers on
  * them - a handler that touched tracked memory (its heap, or with --files=all its code) would fault
  * on a handler thread - while set*id still completes; left out of glibc's count of live threads, so
- * the process ends when the program's last thread does; fn's return parks the thread for good. */
+ * the process ends when the program's last thread does; fn's return parks the thread for good.
+ * `name` (15 bytes at most, the kernel's limit) is what ps and perf show. */
 int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *name);
 
 #endif

@@ -33,6 +33,7 @@ if [ "$NCPU" -ge 2 ]; then
 		expect_stat cpus_sampled_no_rest_counted "$TMP/cpus_sampled_no_rest" pollers_rests -eq 0
 else
 	skip cpus_poller_rests "needs 2 CPUs"
+	skip cpus_sampled_no_rest "needs 2 CPUs"
 fi
 GLIBC_TUNABLES=glibc.pthread.rseq=0 same_output cpus_rseq_off "$L8" "$PROGS/cpuhop" 24 2 hop &&
 	no_lost_stacks cpus_rseq_off "$TMP/cpus_rseq_off"
@@ -61,9 +62,11 @@ for line in open(sys.argv[1]):
     names.append(comm)
     if not cpus(allowed) <= want or int(last) not in want:
         bad.append(line.strip())
-others = sorted(n for n in names if n != "fltrace-poller")
-if others != ["fltrace-backstp", "fltrace-fds", "fltrace-stats"]:
-    bad.append("threads other than pollers: " + " ".join(others))
+known = {"fltrace-poller", "fltrace-backstp", "fltrace-handler", "fltrace-fds", "fltrace-stats"}
+unknown = sorted(set(names) - known)
+if unknown or names.count("fltrace-fds") != 1 or names.count("fltrace-stats") != 1 or \
+        names.count("fltrace-backstp") + names.count("fltrace-handler") < 1:
+    bad.append("fltrace's threads: " + " ".join(sorted(names)))
 why = "; ".join(bad) if bad else "" if pollers else "no fltrace-poller thread"
 open(sys.argv[1] + ".why", "w").write(why)
 sys.exit(1 if why else 0)
