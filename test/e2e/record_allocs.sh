@@ -78,6 +78,21 @@ same_output allocs_sample_default "-L 64 -M 512" "$prog" small 20000 &&
 	expect_stat allocs_sample_default_few "$TMP/allocs_sample_default" allocs_sampled -lt 200
 expect_error allocs_sample_bad 2 "alloc-sample" "$FLTRACE" record -L 16 -M 64 --alloc-sample 12Q -- /bin/true
 
+# A mapping made through mmap64 (what a program built with _FILE_OFFSET_BITS=64 calls: python3.11's
+# object arenas come this way, and the earlier fltrace, which wraps mmap alone, leaves them untraced)
+# is traced like any other: its 1024 pages are 1024 first touches on its line's allocation.
+m64=$PROGS/mmap64
+if ! nm -D "$m64" 2> /dev/null | grep -q ' U mmap64@'; then
+	fail allocs_mmap64 "$m64 does not call mmap64 (nm -D): the case would prove nothing"
+elif same_output allocs_mmap64_run "-L 64 -M 512" "$m64"; then
+	dir=$TMP/allocs_mmap64_run
+	"$FLTRACE" report -i "$dir" --by alloc > /dev/null 2>&1
+	line=$(grep -n 'MAP64' "$ROOT/test/progs/mmap64.c" | cut -d: -f1)
+	csv=$dir/fltrace-data-report-alloc-all.out
+	got="$(row_of "$csv" "mmap64.c:$line" kind) $(row_of "$csv" "mmap64.c:$line" zero) $(row_of "$csv" "mmap64.c:$line" count) $(row_of "$csv" "mmap64.c:$line" bytes)"
+	expect_eq allocs_mmap64 "mmap64 at mmap64.c:$line: kind, first touches, faults, bytes" "mmap 1024 1024 4194304" "$got"
+fi
+
 # Small objects by default: the first allocation placed on each heap page is recorded, so the
 # faults of 20000 x 100 B (at least 488 pages of data) go to the line that allocated them, not to
 # [no recorded allocation] (without it: a handful of sampled objects' pages).
