@@ -16,6 +16,7 @@
 #define MC_SERVERS_MAX 16
 #define MC_NAME_MAX 64
 #define MC_HDR 24 /* a request's or response's fixed header */
+#define MC_KEY_MAX 250 /* the longest key memcached takes */
 
 /* Opcodes and statuses of the binary protocol that fltrace uses. */
 enum {
@@ -66,6 +67,10 @@ struct mc_response {
 	uint32_t bodylen, opaque;
 };
 int mc_recv_response(int fd, struct mc_response *r, uint64_t deadline); /* the header: 0, -errno, -EPROTO */
+/* One get round trip for a value of exactly len bytes, into val (one recvmsg for the whole answer
+ * once it has arrived): 0, -ENOENT (no such item), -EMSGSIZE (a value of another length), -EACCES
+ * (authentication required), -EPROTO (another error), -errno. Nothing else may be on its way on fd. */
+int mc_get(int fd, const void *key, uint16_t keylen, void *val, size_t len, uint64_t deadline);
 
 /* SASL PLAIN: 0, -EACCES (refused), -EPROTONOSUPPORT (the server does not do SASL or PLAIN). */
 int mc_sasl_plain(int fd, const char *user, const char *password, uint64_t deadline);

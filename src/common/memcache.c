@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -216,9 +218,29 @@ void mc_close(int fd)
 		syscall(SYS_close, fd);
 }
 
+/* While a server on this machine has not answered (or not read), the CPU goes to it: a yield.
+ * Elsewhere the plain spin, up to MC_SPIN_NS; then a sleep in ppoll until the deadline. */
+static int mc_await(int fd, short events, uint64_t *spin_until, uint64_t deadline)
+{
+	/* The answer comes within tens of us: polling for it a while saves the wake-up of a
+	 * sleeping thread (50-100 us on these VMs) on each round trip. */
+	uint64_t now = mc_now_ns();
+	if (!*spin_until)
+		*spin_until = now + MC_SPIN_NS;
+	if (now < *spin_until) {
+		if (mc_is_local(fd))
+			syscall(SYS_sched_yield);
+		else
+			__builtin_ia32_pause();
+		return 0;
+	}
+	return mc_wait(fd, events, deadline);
+}
+
 int mc_send(int fd, const void *buf, size_t len, uint64_t deadline)
 {
 	const char *p = buf;
+	uint64_t spin_until = 0;
 	while (len) {
 		long n = syscall(SYS_sendto, fd, p, len, MSG_NOSIGNAL, NULL, 0);
 		if (n > 0) {
@@ -230,47 +252,54 @@ int mc_send(int fd, const void *buf, size_t len, uint64_t deadline)
 			continue;
 		if (n < 0 && errno != EAGAIN)
 			return errno == EPIPE ? -ECONNRESET : -errno;
-		int err = mc_wait(fd, POLLOUT, deadline);
+		/* The socket's buffer is full (a batch of pages): the server is reading it. */
+		int err = mc_await(fd, POLLOUT, &spin_until, deadline);
 		if (err)
 			return err;
 	}
 	return 0;
 }
 
-int mc_recv(int fd, void *buf, size_t len, uint64_t deadline)
+/* One recvmsg into iov (flags: MSG_TRUNC discards), waiting as mc_await does: bytes (> 0) or -errno. */
+static long mc_recv_iov(int fd, struct iovec *iov, int niov, int flags, uint64_t *spin_until, uint64_t deadline)
 {
-	char *p = buf;
-	uint64_t spin_until = 0;
-	while (len) {
-		long n = syscall(SYS_recvfrom, fd, p, len, 0, NULL, NULL);
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
+	for (;;) {
+		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)niov };
+		long n = syscall(SYS_recvmsg, fd, &m, flags);
+		if (n > 0)
+			return n;
 		if (n == 0)
 			return -ECONNRESET; /* the server closed the connection */
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN)
 			return -errno;
-		/* The answer comes within tens of us: polling for it a while saves the wake-up of a
-		 * sleeping thread (50-100 us on these VMs) on each round trip. */
-		uint64_t now = mc_now_ns();
-		if (!spin_until)
-			spin_until = now + MC_SPIN_NS;
-		if (now < spin_until) {
-			if (mc_is_local(fd))
-				syscall(SYS_sched_yield);
-			else
-				__builtin_ia32_pause();
-			continue;
-		}
-		int err = mc_wait(fd, POLLIN, deadline);
+		int err = mc_await(fd, POLLIN, spin_until, deadline);
 		if (err)
 			return err;
 	}
+}
+
+/* Exactly len bytes into buf (NULL: discarded, without a copy: MSG_TRUNC on TCP). */
+static int mc_recv_flags(int fd, void *buf, size_t len, uint64_t deadline)
+{
+	char *p = buf;
+	uint64_t spin_until = 0;
+	while (len) {
+		struct iovec iov = { p, len };
+		long n = mc_recv_iov(fd, &iov, 1, buf ? 0 : MSG_TRUNC, &spin_until, deadline);
+		if (n < 0)
+			return (int)n;
+		if (p)
+			p += n;
+		len -= (size_t)n;
+	}
 	return 0;
+}
+
+int mc_recv(int fd, void *buf, size_t len, uint64_t deadline)
+{
+	return mc_recv_flags(fd, buf, len, deadline);
 }
 
 long mc_recv_some(int fd, void *buf, size_t cap, uint64_t deadline)
@@ -293,15 +322,7 @@ long mc_recv_some(int fd, void *buf, size_t cap, uint64_t deadline)
 
 int mc_skip(int fd, size_t len, uint64_t deadline)
 {
-	char hole[512];
-	while (len) {
-		size_t n = len < sizeof(hole) ? len : sizeof(hole);
-		int err = mc_recv(fd, hole, n, deadline);
-		if (err)
-			return err;
-		len -= n;
-	}
-	return 0;
+	return mc_recv_flags(fd, NULL, len, deadline);
 }
 
 /* ---- requests and responses ---- */
@@ -344,12 +365,8 @@ size_t mc_request(void *buf, uint8_t opcode, uint32_t opaque, const void *key, u
 	return MC_HDR + extlen + keylen;
 }
 
-int mc_recv_response(int fd, struct mc_response *r, uint64_t deadline)
+static int mc_parse_response(const unsigned char *h, struct mc_response *r)
 {
-	unsigned char h[MC_HDR];
-	int err = mc_recv(fd, h, sizeof(h), deadline);
-	if (err)
-		return err;
 	if (h[0] != 0x81)
 		return -EPROTO;
 	r->opcode = h[1];
@@ -360,6 +377,58 @@ int mc_recv_response(int fd, struct mc_response *r, uint64_t deadline)
 	r->opaque = get32(h + 12);
 	if ((uint32_t)r->keylen + r->extlen > r->bodylen)
 		return -EPROTO;
+	return 0;
+}
+
+int mc_recv_response(int fd, struct mc_response *r, uint64_t deadline)
+{
+	unsigned char h[MC_HDR];
+	int err = mc_recv(fd, h, sizeof(h), deadline);
+	return err ? err : mc_parse_response(h, r);
+}
+
+int mc_get(int fd, const void *key, uint16_t keylen, void *val, size_t len, uint64_t deadline)
+{
+	char req[MC_HDR + MC_KEY_MAX];
+	if (keylen > MC_KEY_MAX)
+		return -E2BIG;
+	int err = mc_send(fd, req, mc_request(req, MC_GET, 0, key, keylen, 0), deadline);
+	if (err)
+		return err;
+	/* An answer holding the value is header, 4 bytes of flags, value: read into head and val with
+	 * one recvmsg once it is all there. Nothing else is on the way on this connection, so asking
+	 * for that much never takes bytes past a shorter answer (an error). */
+	unsigned char head[MC_HDR + 4];
+	size_t got = 0, want = sizeof(head) + len;
+	uint64_t spin_until = 0;
+	struct mc_response r;
+	bool known = false;
+	while (got < want) {
+		struct iovec iov[2];
+		int niov = 0;
+		if (got < sizeof(head))
+			iov[niov++] = (struct iovec){ head + got, sizeof(head) - got };
+		size_t at = got < sizeof(head) ? 0 : got - sizeof(head);
+		iov[niov++] = (struct iovec){ (char *)val + at, len - at };
+		long n = mc_recv_iov(fd, iov, niov, 0, &spin_until, deadline);
+		if (n < 0)
+			return (int)n;
+		got += (size_t)n;
+		if (known || got < MC_HDR)
+			continue;
+		known = true;
+		if ((err = mc_parse_response(head, &r)))
+			return err;
+		bool value = r.status == MC_OK && r.extlen == 4 && r.keylen == 0 && r.bodylen == 4 + len;
+		if (value)
+			continue;
+		/* Not the value asked for: the rest of this answer is skipped, and what it says returned. */
+		size_t total = MC_HDR + (size_t)r.bodylen;
+		if (total > got && (err = mc_skip(fd, total - got, deadline)))
+			return err;
+		return r.status == MC_ENOENT ? -ENOENT : r.status == MC_AUTH_ERROR ? -EACCES :
+			r.status != MC_OK ? -EPROTO : -EMSGSIZE;
+	}
 	return 0;
 }
 

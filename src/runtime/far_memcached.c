@@ -29,6 +29,10 @@
 /* A server that does not answer within --far-timeout (2 s by default) is given up: kill -STOP. */
 #define MCF_IO_MS (rt.cfg.far_timeout_ms ? rt.cfg.far_timeout_ms : FLTRACE_DEFAULT_FAR_TIMEOUT_MS)
 #define MCF_NOOP_OPAQUE 0xffffffffu
+#define MCF_DEL_OPAQUE 0xfffffffeu
+/* Items of freed slots waiting to be deleted, per server: sent ahead of the next eviction round's
+ * pages (past this many, the rest stay until their slot is written again or the run's end). */
+#define MCF_DELS_MAX 1024
 /* The stats line, written once a second, says how far a process's slots go, with this margin: so
  * that fltrace record can clear them from a server it cannot list (SASL) after a process died by a
  * signal, unless it wrote more than 256 MB of new slots in its last second. */
@@ -40,7 +44,8 @@ struct mcf_server {
 	bool dead;      /* given up: it failed, and so did a new connection */
 	char *buf;      /* the requests being built for it */
 	size_t len;
-	unsigned pages; /* pages in buf */
+	uint32_t *dels; /* slots whose items it holds and no page needs any more: deleted with the next round */
+	unsigned ndels;
 };
 
 struct mcf_point {
@@ -336,7 +341,20 @@ static void buf_add_page(struct mcf_ns *ns, struct mcf_server *s, uint32_t opaqu
 	else
 		mcf_seal(ns, (unsigned char *)p + n, page, key, klen, ver);
 	s->len += n + MCF_ITEM;
-	s->pages++;
+}
+
+/* The round's request to s starts with its queued deletes (quiet: answered only on failure), so
+ * that a slot freed and written again is deleted before its new page is set. */
+static void buf_add_dels(struct mcf_server *s)
+{
+	s->len = 0;
+	if (s->dead)
+		return;
+	for (unsigned i = 0; i < s->ndels; i++) {
+		char key[MCF_KEY_MAX];
+		size_t klen = key_of(mcf.ns.proc, s->dels[i], key);
+		s->len += mc_request(s->buf + s->len, MC_DELETEQ, MCF_DEL_OPAQUE, key, (uint16_t)klen, 0);
+	}
 }
 
 /* Reads s's answers to a pipeline of SETQs ended by a NOOP: only failures answer before the NOOP. */
@@ -353,7 +371,8 @@ static int put_answers(struct mcf_server *s, uint16_t *status)
 			return err;
 		if (r.opcode == MC_NOOP && r.opaque == MCF_NOOP_OPAQUE)
 			return 0;
-		if (r.status != MC_OK && *status == MC_OK)
+		/* A delete that found nothing (a server restarted empty): no page needed it. */
+		if (r.status != MC_OK && *status == MC_OK && r.opaque != MCF_DEL_OPAQUE)
 			*status = r.status;
 	}
 }
@@ -381,7 +400,7 @@ static int put_batch(const uint32_t *slots, const unsigned char *pages, const ui
 		pages = put_source(pages, n);
 	for (unsigned round = 0; round <= mcf.n; round++) {
 		for (unsigned s = 0; s < mcf.n; s++)
-			mcf.s[s].len = mcf.s[s].pages = 0;
+			buf_add_dels(&mcf.s[s]);
 		for (unsigned i = 0; i < n; i++) {
 			char key[MCF_KEY_MAX];
 			size_t klen = key_of(ns->proc, slots[i], key);
@@ -403,7 +422,7 @@ static int put_batch(const uint32_t *slots, const unsigned char *pages, const ui
 		unsigned bad = 0;
 		for (unsigned s = 0; s < mcf.n && !err; s++) {
 			struct mcf_server *sv = &mcf.s[s];
-			if (!sv->pages)
+			if (!sv->len)
 				continue;
 			sv->len += mc_request(sv->buf + sv->len, MC_NOOP, MCF_NOOP_OPAQUE, NULL, 0, 0);
 			if ((err = conn_send(sv, sv->buf, sv->len)))
@@ -412,7 +431,7 @@ static int put_batch(const uint32_t *slots, const unsigned char *pages, const ui
 		}
 		for (unsigned s = 0; s < mcf.n && !err; s++) {
 			uint16_t status;
-			if (!mcf.s[s].pages)
+			if (!mcf.s[s].len)
 				continue;
 			if ((err = put_answers(&mcf.s[s], &status)))
 				bad = s;
@@ -424,11 +443,14 @@ static int put_batch(const uint32_t *slots, const unsigned char *pages, const ui
 				return -ENOSPC;
 			}
 		}
-		if (!err)
+		if (!err) {
+			for (unsigned s = 0; s < mcf.n; s++)
+				mcf.s[s].ndels = 0;
 			return 0;
+		}
 		/* The other servers' answers to this round are not read: their connections start anew. */
 		for (unsigned s = 0; s < mcf.n; s++)
-			if (s != bad && mcf.s[s].pages) {
+			if (s != bad && mcf.s[s].len) {
 				rt_fd_close(mcf.s[s].fd);
 				mcf.s[s].fd = -1;
 			}
@@ -472,24 +494,8 @@ static int mcf_put(uint32_t first, const void *pages, unsigned n)
 /* One get round trip: 0 (the item in mcf.item), -ENOENT, -EMSGSIZE (not an item of ours), -errno. */
 static int get_item(struct mcf_server *s, const char *key, size_t klen)
 {
-	char req[MC_HDR + MCF_KEY_MAX];
-	size_t n = mc_request(req, MC_GET, 0, key, (uint16_t)klen, 0);
-	int err = conn_send(s, req, n);
-	if (err)
-		return err;
-	uint64_t deadline = mc_deadline(MCF_IO_MS);
-	struct mc_response r;
-	if ((err = mc_recv_response(s->fd, &r, deadline)))
-		return err;
-	size_t vl = r.bodylen - r.extlen - r.keylen;
-	if (r.status != MC_OK || vl != MCF_ITEM) {
-		err = mc_skip(s->fd, r.bodylen, deadline);
-		return err ? err : r.status == MC_ENOENT ? -ENOENT : r.status == MC_AUTH_ERROR ? -EACCES :
-			r.status != MC_OK ? -EPROTO : -EMSGSIZE;
-	}
-	if ((err = mc_skip(s->fd, (size_t)r.extlen + r.keylen, deadline)))
-		return err;
-	return mc_recv(s->fd, mcf.item, MCF_ITEM, deadline);
+	int err = s->fd < 0 ? conn_open(s) : 0;
+	return err ? err : mc_get(s->fd, key, (uint16_t)klen, mcf.item, MCF_ITEM, mc_deadline(MCF_IO_MS));
 }
 
 static int refused_page(unsigned s, uint32_t slot)
@@ -560,13 +566,23 @@ static int mcf_get(uint32_t first, void *pages, unsigned n)
 	return 0;
 }
 
-/* Freed slots: their items stay on the servers until the slot is written again (the version
- * makes an old one unreadable) or fltrace record clears the run's items at its end. */
+/* Freed slots: their items are deleted with the next eviction round, each on the servers it was
+ * written to. A server then keeps only pages still needed, and writes new ones into the memory
+ * the deleted items leave (a server writing into memory it never used is 3x slower per page on
+ * these VMs: src/runtime/README.md). Past MCF_DELS_MAX queued, an item stays until its slot is
+ * written again (the version makes an old one unreadable) or fltrace record clears the run's items. */
 static void mcf_free(uint32_t first, unsigned n)
 {
 	pthread_mutex_lock(&mcf.lock);
-	for (unsigned i = 0; i < n && first + i < mcf.nslots; i++)
-		mcf.ver[first + i] = 0;
+	for (unsigned i = 0; i < n && first + i < mcf.nslots; i++) {
+		uint32_t slot = first + i;
+		if (!mcf.ver[slot])
+			continue;
+		mcf.ver[slot] = 0;
+		for (unsigned s = 0; s < mcf.n; s++)
+			if ((mcf.where[slot] >> s & 1) && mcf.s[s].ndels < MCF_DELS_MAX)
+				mcf.s[s].dels[mcf.s[s].ndels++] = slot;
+	}
 	pthread_mutex_unlock(&mcf.lock);
 }
 
@@ -601,8 +617,10 @@ static int fork_copy(void)
 static void mcf_fork_child(void)
 {
 	pthread_mutex_init(&mcf.lock, NULL);
-	for (unsigned s = 0; s < mcf.n; s++)
+	for (unsigned s = 0; s < mcf.n; s++) {
 		mcf.s[s].fd = -1;
+		mcf.s[s].ndels = 0; /* the parent's items: the parent deletes them */
+	}
 	mcf.ns = mcf.child;
 	uint16_t *w = mcf.where; /* the copies' servers are the child's; its own table is free for its forks */
 	mcf.where = mcf.child_where;
@@ -713,8 +731,9 @@ static int mcf_init(const char *arg)
 		struct mcf_server *sv = &mcf.s[s];
 		sv->addr = addrs[s];
 		sv->fd = -1;
-		sv->buf = rt_map((size_t)MCF_BATCH * MCF_REQ_MAX + MC_HDR);
-		if (!sv->buf)
+		sv->buf = rt_map((size_t)MCF_BATCH * MCF_REQ_MAX + MC_HDR + MCF_DELS_MAX * (MC_HDR + MCF_KEY_MAX));
+		sv->dels = rt_map(MCF_DELS_MAX * sizeof(uint32_t));
+		if (!sv->buf || !sv->dels)
 			return -ENOMEM;
 		/* Reachable now, or the run does not start. */
 		int err = conn_open(sv);

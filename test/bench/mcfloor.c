@@ -4,6 +4,8 @@
  *           the client of the runtime (mc_recv: polls for the answer); median, and getmean the mean
  *   batched SETQ x 64 + NOOP in one pipelined request, per page
  *   single  one SET and its answer per page (a round trip each)
+ *   packed  the same 64 pages as 4 items of 16 pages each (not what the runtime does: its floor)
+ *   getpacked  one page read out of such an item (the rest of the answer skipped), median
  *   seal / open  the page's AEAD as the runtime does it (libsodium), per page
  * Usage: mcfloor <host:port> <pages> <reps>; prints "name median_us" lines. */
 #include <errno.h>
@@ -17,6 +19,7 @@
 
 #define ITEM 4136
 #define BATCH 64
+#define PACK 16
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -44,16 +47,17 @@ static void die(const char *what, int err)
 	exit(1);
 }
 
-/* Pages [first, first + n) stored, one pipelined request (noreply sets, a noop) or one round trip each. */
-static void put(unsigned first, unsigned n, bool batched)
+/* Items [first, first + n) of `per` pages each stored, one pipelined request (noreply sets, a noop)
+ * or one round trip each. */
+static void put(unsigned first, unsigned n, bool batched, unsigned per)
 {
 	size_t len = 0;
 	char k[64];
 	for (unsigned i = 0; i < n; i++) {
 		size_t kl = key(k, first + i);
-		len += mc_request(req + len, batched ? MC_SETQ : MC_SET, i, k, (uint16_t)kl, ITEM);
-		memset(req + len, (int)i, ITEM);
-		len += ITEM;
+		len += mc_request(req + len, batched ? MC_SETQ : MC_SET, i, k, (uint16_t)kl, per * ITEM);
+		memset(req + len, (int)i, per * ITEM);
+		len += per * ITEM;
 		if (!batched) {
 			struct mc_response r;
 			int err = mc_send(fd, req, len, mc_deadline(2000));
@@ -81,7 +85,8 @@ static void put(unsigned first, unsigned n, bool batched)
 		die("setq", err);
 }
 
-static void get(unsigned i, unsigned char *item)
+/* Page `at` of item i (`per` pages): its bytes read, the rest of the answer skipped (MSG_TRUNC). */
+static void get_part(unsigned i, unsigned per, unsigned at, unsigned char *page)
 {
 	char k[64];
 	size_t kl = key(k, i), n = mc_request(req, MC_GET, 0, k, (uint16_t)kl, 0);
@@ -89,12 +94,24 @@ static void get(unsigned i, unsigned char *item)
 	int err = mc_send(fd, req, n, mc_deadline(2000));
 	if (!err)
 		err = mc_recv_response(fd, &r, mc_deadline(2000));
-	if (!err && r.bodylen - r.extlen != ITEM)
+	if (!err && r.bodylen - r.extlen != per * ITEM)
 		err = -EIO;
 	if (!err)
-		err = mc_skip(fd, r.extlen, mc_deadline(2000));
+		err = mc_skip(fd, r.extlen + (size_t)at * ITEM, mc_deadline(2000));
 	if (!err)
-		err = mc_recv(fd, item, ITEM, mc_deadline(2000));
+		err = mc_recv(fd, page, ITEM, mc_deadline(2000));
+	if (!err)
+		err = mc_skip(fd, (size_t)(per - 1 - at) * ITEM, mc_deadline(2000));
+	if (err)
+		die("get", err);
+}
+
+/* The runtime's own get (mc_get: one recvmsg for the answer once it is there). */
+static void get(unsigned i, unsigned char *item)
+{
+	char k[64];
+	size_t kl = key(k, i);
+	int err = mc_get(fd, k, (uint16_t)kl, item, ITEM, mc_deadline(2000));
 	if (err)
 		die("get", err);
 }
@@ -117,13 +134,13 @@ int main(int argc, char **argv)
 	for (unsigned r = 0; r < reps; r++) {
 		uint64_t t0 = mc_now_ns();
 		for (unsigned i = 0; i < pages; i += BATCH)
-			put(i, BATCH, true);
+			put(i, BATCH, true, 1);
 		rounds[r] = (mc_now_ns() - t0) / pages;
 	}
 	printf("batched %.2f\n", median_us(rounds, reps));
 	for (unsigned r = 0; r < reps; r++) {
 		uint64_t t0 = mc_now_ns();
-		put(0, pages, false);
+		put(0, pages, false, 1);
 		rounds[r] = (mc_now_ns() - t0) / pages;
 	}
 	printf("single %.2f\n", median_us(rounds, reps));
@@ -136,6 +153,21 @@ int main(int argc, char **argv)
 	}
 	printf("getmean %.2f\n", sum / 1000.0 / pages);
 	printf("get %.2f\n", median_us(t, pages));
+	/* Items of PACK pages (a design the runtime does not use: what it would save and cost): 64
+	 * pages as BATCH / PACK items per pipelined request, then one page read out of an item. */
+	for (unsigned r = 0; r < reps; r++) {
+		uint64_t t0 = mc_now_ns();
+		for (unsigned i = 0; i < pages; i += BATCH)
+			put(i / PACK, BATCH / PACK, true, PACK);
+		rounds[r] = (mc_now_ns() - t0) / pages;
+	}
+	printf("packed %.2f\n", median_us(rounds, reps));
+	for (unsigned i = 0; i < pages / PACK; i++) {
+		uint64_t t0 = mc_now_ns();
+		get_part(i, PACK, i % PACK, item);
+		t[i] = mc_now_ns() - t0;
+	}
+	printf("getpacked %.2f\n", median_us(t, pages / PACK));
 	/* the AEAD the runtime picks: AES-256-GCM with AES-NI, else XChaCha20-Poly1305 */
 	bool gcm = crypto_aead_aes256gcm_is_available();
 	randombytes_buf(k, sizeof(k));

@@ -472,6 +472,12 @@ static void test_memcached(const char *list)
 		waitpid(pid, &ws, 0);
 	check(pid > 0 && WIFEXITED(ws) && WEXITSTATUS(ws) == 0 && holds(far_page_source(10), 6), "fork_copy",
 	      "memcached", "the child's copy differs from the parent's page at the fork, or the parent's changed");
+
+	/* Freed slots' items went with the next round (slots 5-9 were freed before slot 10's pages
+	 * went out): the servers keep only pages still needed. */
+	bool gone = !mc_find(v, nv, 6, &s1, k1) && !mc_find(v, nv, 8, &s1, k1), kept = mc_find(v, nv, 10, &s1, k1);
+	check(gone && kept, "freed_items_deleted", "memcached", !kept ? "slot 10's item is not on the servers" :
+	      "a freed slot's item is still on its server after the next round");
 }
 
 int main(void)
