@@ -29,7 +29,7 @@ static struct {
 	struct rt_spinlock lock;            /* allocs: program threads add and remove, handlers look up */
 	struct keep_span allocs[KEEP_ALLOCS]; /* page-aligned, sorted, disjoint */
 	unsigned nallocs;
-} kp;
+} kl;
 
 static int hexval(const char **s, uintptr_t *out)
 {
@@ -60,17 +60,17 @@ static uintptr_t keep_exe_base(void)
 /* Insertion by lo: a few hundred ranges at most, and qsort may allocate. */
 static void keep_code_insert(struct keep_span s)
 {
-	unsigned i = kp.ncode++;
-	for (; i > 0 && kp.code[i - 1].lo > s.lo; i--)
-		kp.code[i] = kp.code[i - 1];
-	kp.code[i] = s;
+	unsigned i = kl.ncode++;
+	for (; i > 0 && kl.code[i - 1].lo > s.lo; i--)
+		kl.code[i] = kl.code[i - 1];
+	kl.code[i] = s;
 }
 
 int keep_init(const char *spec)
 {
-	kp.on = false;
-	kp.ncode = 0;
-	kp.nallocs = 0;
+	kl.on = false;
+	kl.ncode = 0;
+	kl.nallocs = 0;
 	if (!spec || !*spec)
 		return 0;
 	const char *bar = strchr(spec, '|');
@@ -84,7 +84,7 @@ int keep_init(const char *spec)
 	uintptr_t base = keep_exe_base();
 	for (const char *s = bar + 1; *s;) {
 		uintptr_t lo, hi;
-		if (kp.ncode == KEEP_RANGES || hexval(&s, &lo) || *s++ != '-' || hexval(&s, &hi) || hi <= lo)
+		if (kl.ncode == KEEP_RANGES || hexval(&s, &lo) || *s++ != '-' || hexval(&s, &hi) || hi <= lo)
 			return -EINVAL;
 		keep_code_insert((struct keep_span){ base + lo, base + hi });
 		if (*s == ',')
@@ -92,13 +92,13 @@ int keep_init(const char *spec)
 		else if (*s)
 			return -EINVAL;
 	}
-	kp.on = kp.ncode > 0;
+	kl.on = kl.ncode > 0;
 	return 0;
 }
 
 bool keep_on(void)
 {
-	return kp.on;
+	return kl.on;
 }
 
 /* The index of the first span whose hi is above a, in a sorted disjoint array. */
@@ -120,8 +120,8 @@ bool keep_stack_matches(const uint64_t *ips, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		uintptr_t call = (uintptr_t)ips[i] - 1; /* a return address: the call is just before it */
 		/* A few ranges, perhaps overlapping (a line inlined in another): each is looked at. */
-		for (unsigned k = 0; k < kp.ncode; k++)
-			if (kp.code[k].lo <= call && call < kp.code[k].hi)
+		for (unsigned k = 0; k < kl.ncode; k++)
+			if (kl.code[k].lo <= call && call < kl.code[k].hi)
 				return true;
 	}
 	return false;
@@ -131,46 +131,46 @@ void keep_add(uintptr_t p, size_t len)
 {
 	uintptr_t mask = rt.page_size - 1;
 	struct keep_span s = { p & ~mask, (p + (len ? len : 1) + mask) & ~mask };
-	rt_spin_lock(&kp.lock, LOCK_KEEP);
-	unsigned i = span_find(kp.allocs, kp.nallocs, s.lo);
+	rt_spin_lock(&kl.lock, LOCK_KEEP);
+	unsigned i = span_find(kl.allocs, kl.nallocs, s.lo);
 	/* Overlapping spans (two kept allocations on one page) merge. */
-	while (i < kp.nallocs && kp.allocs[i].lo < s.hi) {
-		s.lo = kp.allocs[i].lo < s.lo ? kp.allocs[i].lo : s.lo;
-		s.hi = kp.allocs[i].hi > s.hi ? kp.allocs[i].hi : s.hi;
-		memmove(&kp.allocs[i], &kp.allocs[i + 1], (kp.nallocs - i - 1) * sizeof(s));
-		kp.nallocs--;
+	while (i < kl.nallocs && kl.allocs[i].lo < s.hi) {
+		s.lo = kl.allocs[i].lo < s.lo ? kl.allocs[i].lo : s.lo;
+		s.hi = kl.allocs[i].hi > s.hi ? kl.allocs[i].hi : s.hi;
+		memmove(&kl.allocs[i], &kl.allocs[i + 1], (kl.nallocs - i - 1) * sizeof(s));
+		kl.nallocs--;
 	}
-	bool room = kp.nallocs < KEEP_ALLOCS;
+	bool room = kl.nallocs < KEEP_ALLOCS;
 	if (room) {
-		memmove(&kp.allocs[i + 1], &kp.allocs[i], (kp.nallocs - i) * sizeof(s));
-		kp.allocs[i] = s;
-		kp.nallocs++;
+		memmove(&kl.allocs[i + 1], &kl.allocs[i], (kl.nallocs - i) * sizeof(s));
+		kl.allocs[i] = s;
+		kl.nallocs++;
 	}
-	rt_spin_unlock(&kp.lock, LOCK_KEEP);
+	rt_spin_unlock(&kl.lock, LOCK_KEEP);
 	atomic_fetch_add(room ? &rt.stats.keep_allocs : &rt.stats.keep_lost, 1);
 }
 
 void keep_remove(uintptr_t p, size_t len)
 {
-	if (!kp.on)
+	if (!kl.on)
 		return;
 	uintptr_t mask = rt.page_size - 1;
-	rt_spin_lock(&kp.lock, LOCK_KEEP);
-	unsigned i = span_find(kp.allocs, kp.nallocs, p & ~mask);
+	rt_spin_lock(&kl.lock, LOCK_KEEP);
+	unsigned i = span_find(kl.allocs, kl.nallocs, p & ~mask);
 	if (!len) { /* a free: the span holding p goes (its other allocations, if merged, with it) */
-		if (i < kp.nallocs && kp.allocs[i].lo <= p) {
-			memmove(&kp.allocs[i], &kp.allocs[i + 1], (kp.nallocs - i - 1) * sizeof(kp.allocs[0]));
-			kp.nallocs--;
+		if (i < kl.nallocs && kl.allocs[i].lo <= p) {
+			memmove(&kl.allocs[i], &kl.allocs[i + 1], (kl.nallocs - i - 1) * sizeof(kl.allocs[0]));
+			kl.nallocs--;
 		}
-		rt_spin_unlock(&kp.lock, LOCK_KEEP);
+		rt_spin_unlock(&kl.lock, LOCK_KEEP);
 		return;
 	}
 	uintptr_t lo = p & ~mask, hi = (p + len + mask) & ~mask;
-	while (i < kp.nallocs && kp.allocs[i].lo < hi) {
-		struct keep_span *s = &kp.allocs[i];
-		if (s->lo < lo && s->hi > hi && kp.nallocs < KEEP_ALLOCS) { /* a hole in the middle */
-			memmove(s + 1, s, (kp.nallocs - i) * sizeof(*s));
-			kp.nallocs++;
+	while (i < kl.nallocs && kl.allocs[i].lo < hi) {
+		struct keep_span *s = &kl.allocs[i];
+		if (s->lo < lo && s->hi > hi && kl.nallocs < KEEP_ALLOCS) { /* a hole in the middle */
+			memmove(s + 1, s, (kl.nallocs - i) * sizeof(*s));
+			kl.nallocs++;
 			s[0].hi = lo;
 			s[1].lo = hi;
 			break;
@@ -182,19 +182,19 @@ void keep_remove(uintptr_t p, size_t len)
 			s->lo = hi;
 			break;
 		} else {
-			memmove(s, s + 1, (kp.nallocs - i - 1) * sizeof(*s));
-			kp.nallocs--;
+			memmove(s, s + 1, (kl.nallocs - i - 1) * sizeof(*s));
+			kl.nallocs--;
 		}
 	}
-	rt_spin_unlock(&kp.lock, LOCK_KEEP);
+	rt_spin_unlock(&kl.lock, LOCK_KEEP);
 }
 
 bool keep_page_in(uintptr_t page, uint32_t *pg)
 {
-	rt_spin_lock(&kp.lock, LOCK_KEEP);
-	unsigned i = span_find(kp.allocs, kp.nallocs, page);
-	bool kept = i < kp.nallocs && kp.allocs[i].lo <= page;
-	rt_spin_unlock(&kp.lock, LOCK_KEEP);
+	rt_spin_lock(&kl.lock, LOCK_KEEP);
+	unsigned i = span_find(kl.allocs, kl.nallocs, page);
+	bool kept = i < kl.nallocs && kl.allocs[i].lo <= page;
+	rt_spin_unlock(&kl.lock, LOCK_KEEP);
 	if (!kept)
 		return false;
 	uint64_t cap = rt.cfg.localmem >> rt.page_shift;
@@ -208,5 +208,5 @@ bool keep_page_in(uintptr_t page, uint32_t *pg)
 
 void keep_fork_child(void)
 {
-	rt_spin_reset(&kp.lock);
+	rt_spin_reset(&kl.lock);
 }

@@ -1,6 +1,7 @@
 /* Test program for placement advice (report --advise, record --keep-local): three objects of very
  * different heat, each filled once, then read in rounds: every round the hot one whole, half of
- * the warm one, a quarter of the cold one (so per byte: hot 4x warm, 8x cold... see the README).
+ * the warm one, a quarter of the cold one (so, per byte, the hot one is read
+ * twice as often as the warm one and four times as often as the cold one).
  * Prints the pages each object spans into $PLACEMENT_SPANS (not stdout: they depend on where the
  * allocator put the objects). Usage: placement [rounds] */
 #include <stdint.h>
@@ -25,10 +26,16 @@ static unsigned long scan(volatile const char *p, size_t len)
 	return sum;
 }
 
+/* A function of its own, so that the hot site can be named by function too (--keep-local hot_alloc). */
+__attribute__((noinline)) static char *hot_alloc(size_t len)
+{
+	return malloc(len); /* HOT */
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 8;
-	char *hot = malloc(2 * MB);   /* HOT */
+	char *hot = hot_alloc(2 * MB);
 	char *warm = mmap(NULL, 4 * MB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); /* WARM */
 	char *cold = malloc(16 * MB); /* COLD */
 	if (!hot || warm == MAP_FAILED || !cold)
