@@ -157,8 +157,9 @@ static void keep_func_row(char *text, void *arg)
 		keep_range_add(k->out, addr, addr + size);
 }
 
-/* One site into ranges: "file:line" (a " (discriminator N)" after it ignored), else a function
- * ("name (lib)" as report prints a frame without a line: the name). */
+/* One site into ranges: "file:line" (a " (discriminator N)" after it ignored), "exe+0xoffset" (the
+ * call's address, where no line is known; a " < caller" after it is not looked at), else a
+ * function ("name (lib)" as report prints a frame without a line: the name). */
 static int keep_resolve_site(const char *exe, const char *site, size_t len, struct keep_ranges *r)
 {
 	char s[1024];
@@ -166,7 +167,19 @@ static int keep_resolve_site(const char *exe, const char *site, size_t len, stru
 	char *cut = strstr(s, " (");
 	if (cut)
 		*cut = '\0';
+	if ((cut = strstr(s, " < "))) /* a stripped wrapper's caller: its call alone names it here */
+		*cut = '\0';
 	unsigned before = r->n;
+	/* "object+0xoffset", a call where no line is known: the executable's own code only */
+	char *plus = strstr(s, "+0x");
+	if (plus && (size_t)(plus - s) == strlen(keep_base(exe)) && !strncmp(s, keep_base(exe), (size_t)(plus - s))) {
+		char *e = NULL;
+		uint64_t at = strtoull(plus + 3, &e, 16);
+		if (e && !*e && e != plus + 3) {
+			keep_range_add(r, at, at + 1);
+			return 0;
+		}
+	}
 	char *colon = strrchr(s, ':');
 	char *end = NULL;
 	unsigned long line = colon ? strtoul(colon + 1, &end, 10) : 0;

@@ -84,6 +84,19 @@ if same_output placement_function "$MEM --keep-local hot_alloc" "$prog" 8; then
 	expect_eq placement_function_hot "hot site kept by function name: faults, re-fetches" "$ph 0" "$got"
 fi
 
+# a stripped program: sites are named by object and offset ("placement-stripped+0x11e1 < ..."),
+# and --keep-local takes the call's name (same_output splits its options at spaces: without the
+# " < caller" part, which record does not look at)
+stripped=$TMP/placement-stripped
+if cp "$prog" "$stripped" && strip "$stripped" && same_output placement_stripped "$MEM" "$stripped" 8; then
+	site=$("$FLTRACE" report -i "$TMP/placement_stripped" --advise 5 2> /dev/null | awk -F, 'NR == 2 { print $2 }')
+	if same_output placement_stripped_keep "$MEM --keep-local ${site%% < *}" "$stripped" 8; then
+		read -r ph _ _ < "$PLACEMENT_SPANS"
+		got="$(alloc_col "$TMP/placement_stripped_keep" "$site" count) $(alloc_col "$TMP/placement_stripped_keep" "$site" refetch)"
+		expect_eq placement_stripped_hot "stripped: '$site' kept: faults, re-fetches" "$ph 0" "$got"
+	fi
+fi
+
 expect_error placement_bad_size 2 "--advise: 'lots' is not a number" \
 	"$FLTRACE" report -i "$TMP" --advise lots
 expect_error placement_unknown_site 2 "'placement.c:9999' names no code of" \
