@@ -145,11 +145,10 @@ int fdtable_start(void)
 			kp.keep[kp.nkeep++] = fd;
 	atomic_store(&kp.started, 0);
 	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
-	int err = rt_thread_create(&kp.thread, keeper_main, NULL);
+	int err = rt_thread_create(&kp.thread, keeper_main, NULL, "fltrace-fds");
 	rt_tls_internal--;
 	if (err != 0)
 		return -err;
-	pthread_setname_np(kp.thread, "fltrace-fds");
 	int st;
 	while ((st = atomic_load(&kp.started)) == 0)
 		sched_yield();

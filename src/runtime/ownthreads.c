@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -44,6 +46,7 @@ static unsigned *glibc_thread_count(void)
 struct own_start {
 	void *(*fn)(void *);
 	void *arg;
+	const char *name;
 	_Atomic int taken;
 };
 
@@ -60,6 +63,9 @@ static void *own_main(void *p)
 	struct own_start *s = p;
 	void *(*fn)(void *) = s->fn;
 	void *arg = s->arg;
+	/* Named by the thread itself: pthread_setname_np from the creator refuses names of 16 bytes
+	 * or more (ERANGE), and the thread then kept the name of whichever thread made it. */
+	prctl(PR_SET_NAME, s->name);
 	atomic_store(&s->taken, 1); /* s lives on the creator's stack */
 	/* glibc unblocked SIGCANCEL in the new thread: nobody cancels ours, and a stray one (kill -32)
 	 * is none of their business either. */
@@ -87,9 +93,10 @@ static int own_thread_attr(pthread_attr_t *attr)
 
 /* Called where the program has one thread (the constructor, a fork child's first moments) or at
  * least the caller alive: the count never passes through zero on our account. */
-int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *name)
 {
-	struct own_start s = { .fn = fn, .arg = arg };
+	RT_BUG_ON(strlen(name) >= 16); /* the kernel's TASK_COMM_LEN: cut silently otherwise */
+	struct own_start s = { .fn = fn, .arg = arg, .name = name };
 	pthread_attr_t attr;
 	int err = own_thread_attr(&attr);
 	if (err)

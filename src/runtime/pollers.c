@@ -450,8 +450,6 @@ static void backstop_take(void *self, const struct uffd_msg *m, int fd)
 	handler_message(self, m, fd);
 }
 
-static bool handler_keep_polling(uint64_t last_msg);
-
 /* Whether faults have waited BACKSTOP_GRACE_NS with no poller taking any: then the backstop reads.
  * Reading at once, it took faults a poller was a few µs from taking on the faulting thread's own
  * CPU, served them from the other vCPU, and so found one to serve in every tick and never stopped
@@ -476,14 +474,13 @@ static bool backstop_due(struct backstop_wait *w, uint64_t now)
 	return now - w->since >= BACKSTOP_GRACE_NS;
 }
 
-/* Faults waited a whole tick and no poller took one: every CPU is busy. The backstop serves as the
- * earlier design did (--poll adaptive: it polls a while after a fault it served, then blocks in
- * poll() on the userfaultfd) until a tick in which it found no fault to serve: the pollers took
- * them all again, or none came. It takes only faults that waited BACKSTOP_GRACE_NS untaken
+/* Faults waited a whole tick and no poller took one: every CPU is busy. The backstop serves, asleep
+ * in between (in poll() on the userfaultfd, or for the grace of a fault waiting), until a tick in
+ * which it found no fault to serve: the pollers took them all again, or none came. It takes only faults that waited BACKSTOP_GRACE_NS untaken
  * (backstop_due): pollers keep reading meanwhile, and the first to see a fault serves it. */
 static void backstop_serve(struct handler_ctx *ctx)
 {
-	uint64_t last_msg = rt_mono_ns(), check_at = last_msg + BACKSTOP_TICK_NS;
+	uint64_t check_at = rt_mono_ns() + BACKSTOP_TICK_NS;
 	bool served_in_tick = true;
 	struct backstop_wait wait = { 0 };
 	for (;;) {
@@ -501,10 +498,8 @@ static void backstop_serve(struct handler_ctx *ctx)
 		}
 		handler_tend(ctx);
 		uint64_t now = rt_mono_ns();
-		if (n > 0 || got) {
-			last_msg = now;
+		if (n > 0 || got)
 			served_in_tick = true;
-		}
 		if (now >= check_at) {
 			pollers_boost_stuck(now, true);
 			if (!served_in_tick)
@@ -512,11 +507,16 @@ static void backstop_serve(struct handler_ctx *ctx)
 			served_in_tick = false;
 			check_at = now + BACKSTOP_TICK_NS;
 		}
-		if (n > 0 || got || wait.since || handler_keep_polling(last_msg)) {
-			__builtin_ia32_pause();
+		if (n > 0 || got)
 			continue;
-		}
-		pollers_block(1);
+		/* Never spin: the backstop runs at normal priority, and serves when every CPU is busy
+		 * with the program's threads, from whom each spin takes the CPU (GAPBS bfs on one
+		 * vCPU: a spinning backstop took 13% of the CPU, and served a fault a poller would
+		 * have). A fault waiting is served no sooner than its grace anyway. */
+		if (wait.since)
+			pollers_sleep_ns(BACKSTOP_GRACE_NS);
+		else
+			pollers_block(1);
 	}
 }
 
@@ -646,9 +646,8 @@ static int pollers_start(void)
 	}
 	atomic_store(&hd.last_msg, 0); /* asleep until the first fault */
 	for (unsigned i = 0; i < hd.npollers; i++) {
-		if (rt_thread_create(&hd.pollers[i].thread, poller_main, &hd.pollers[i]) != 0)
+		if (rt_thread_create(&hd.pollers[i].thread, poller_main, &hd.pollers[i], "fltrace-poller") != 0)
 			return -EAGAIN;
-		pthread_setname_np(hd.pollers[i].thread, "fltrace-poller");
 	}
 	return 0;
 }
@@ -666,9 +665,9 @@ int handler_start(void)
 	int err = rt.cfg.percpu ? pollers_start() : 0;
 	for (hd.n = 0; err == 0 && hd.n < n; hd.n++) {
 		void *(*fn)(void *) = rt.cfg.percpu ? backstop_main : handler_main;
-		if (rt_thread_create(&hd.threads[hd.n], fn, (void *)(uintptr_t)hd.n) != 0)
+		const char *name = rt.cfg.percpu ? "fltrace-backstp" : "fltrace-handler";
+		if (rt_thread_create(&hd.threads[hd.n], fn, (void *)(uintptr_t)hd.n, name) != 0)
 			break;
-		pthread_setname_np(hd.threads[hd.n], rt.cfg.percpu ? "fltrace-backstop" : "fltrace-handler");
 	}
 	/* glibc's thread start-up reads the program's locale data (__ctype_init), which may be on the
 	 * heap: it must be done before the heap is registered (a fork child's is, until its runtime

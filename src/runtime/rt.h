@@ -228,6 +228,6 @@ void rt_sort_u32(uint32_t *v, size_t n);
  * them - a handler that touched tracked memory (its heap, or with --files=all its code) would fault
  * on a handler thread - while set*id still completes; left out of glibc's count of live threads, so
  * the process ends when the program's last thread does; fn's return parks the thread for good. */
-int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *name);
 
 #endif

@@ -282,7 +282,7 @@ int stats_start(void)
 	atomic_store(&st.stop, 0);
 	atomic_store(&st.running, 0);
 	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
-	int err = rt_thread_create(&st.thread, stats_main, NULL);
+	int err = rt_thread_create(&st.thread, stats_main, NULL, "fltrace-stats");
 	rt_tls_internal--;
 	if (err != 0)
 		return -1;

@@ -27,7 +27,9 @@ GLIBC_TUNABLES=glibc.pthread.rseq=0 same_output cpus_rseq_off "$L8" "$PROGS/cpuh
 	no_lost_stacks cpus_rseq_off "$TMP/cpus_rseq_off"
 
 # fltrace_threads_within NAME TASKS CPULIST: every fltrace thread in the tasks file (cpuhop's
-# TASKS_FILE) may run only on CPULIST and last ran there; and the pollers are there at all.
+# TASKS_FILE) may run only on CPULIST and last ran there; the pollers are there at all, and each
+# of fltrace's threads is named for its work (a name of 16 bytes or more was once refused, and the
+# backstop went by the fd keeper's name).
 fltrace_threads_within() {
 	local name=$1 tasks=$2 want=$3
 	python3 - "$tasks" "$want" <<'PY' && pass "$name" || fail "$name" "$(cat "$tasks.why" 2>/dev/null)"
@@ -39,14 +41,18 @@ def cpus(s):
         out.update(range(int(a), int(b or a) + 1))
     return out
 want = cpus(sys.argv[2])
-bad, pollers = [], 0
+bad, pollers, names = [], 0, []
 for line in open(sys.argv[1]):
     comm, allowed, last = line.split()
     if not comm.startswith("fltrace-"):
         continue
     pollers += comm == "fltrace-poller"
+    names.append(comm)
     if not cpus(allowed) <= want or int(last) not in want:
         bad.append(line.strip())
+others = sorted(n for n in names if n != "fltrace-poller")
+if others != ["fltrace-backstp", "fltrace-fds", "fltrace-stats"]:
+    bad.append("threads other than pollers: " + " ".join(others))
 why = "; ".join(bad) if bad else "" if pollers else "no fltrace-poller thread"
 open(sys.argv[1] + ".why", "w").write(why)
 sys.exit(1 if why else 0)
