@@ -191,6 +191,8 @@ void keep_remove(uintptr_t p, size_t len)
 
 bool keep_page_in(uintptr_t page, uint32_t *pg)
 {
+	if (pg_state(*pg) != PAGE_PRESENT) /* a prefetcher's staged page: the policy's until touched */
+		return false;
 	rt_spin_lock(&kl.lock, LOCK_KEEP);
 	unsigned i = span_find(kl.allocs, kl.nallocs, page);
 	bool kept = i < kl.nallocs && kl.allocs[i].lo <= page;
