@@ -19,7 +19,7 @@
 #define RECORD_MAX_SAMPLERATE 1000000000ull
 
 enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL, OPT_FILES, OPT_ALLOC_SAMPLE, OPT_FAR, OPT_FAR_LATENCY,
-       OPT_FAR_REPLICAS, OPT_FAR_AUTH, OPT_FAR_TIMEOUT, OPT_PREFETCH };
+       OPT_FAR_REPLICAS, OPT_FAR_AUTH, OPT_FAR_TIMEOUT, OPT_PREFETCH, OPT_KEEP_LOCAL };
 
 static const struct option record_longopts[] = {
 	{ "localmem", required_argument, NULL, 'L' },
@@ -30,6 +30,7 @@ static const struct option record_longopts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "policy", required_argument, NULL, OPT_POLICY },
 	{ "prefetch", required_argument, NULL, OPT_PREFETCH },
+	{ "keep-local", required_argument, NULL, OPT_KEEP_LOCAL },
 	{ "depth", required_argument, NULL, OPT_DEPTH },
 	{ "poll", required_argument, NULL, OPT_POLL },
 	{ "files", required_argument, NULL, OPT_FILES },
@@ -127,6 +128,10 @@ RECORD_MAX_HANDLERS);
 	record_help_policies();
 	record_help_backends();
 	printf(
+"      --keep-local <sites>  never evict the pages of allocations made at these sites\n"
+"                          (comma-separated, named as 'fltrace report --by alloc' names them:\n"
+"                          file:line or a function of the command's executable); they still\n"
+"                          count against -L (see 'fltrace report --advise')\n"
 "      --depth <n>         stack frames recorded per fault (default %d, at most %d)\n"
 "      --poll <mode>       how faults are waited for and served: percpu (default: a poller per\n"
 "                          CPU at the lowest priority, SCHED_IDLE, serves each fault on the CPU\n"
@@ -303,6 +308,12 @@ static int record_parse_one(int c, const char *arg, struct record_opts *o)
 	case OPT_CORES: return record_parse_cores(arg, o);
 	case OPT_POLICY: return record_parse_policy(arg, o);
 	case OPT_PREFETCH: return record_parse_prefetch(arg, o);
+	case OPT_KEEP_LOCAL:
+		if (!*arg || strspn(arg, ",") == strlen(arg))
+			return cli_error(CLI_EXIT_USAGE, "--keep-local", "no site given; give allocation sites "
+					 "as 'fltrace report --by alloc' names them, e.g. prog.c:42,prog.c:57");
+		o->keep_sites = arg;
+		return 0;
 	case OPT_POLL: return record_parse_poll(arg, o);
 	case OPT_FILES: return record_parse_files(arg, o);
 	case OPT_ALLOC_SAMPLE: return record_parse_alloc_sample(arg, o);
@@ -393,7 +404,8 @@ static int record_check_all(struct record_opts *o)
 
 	if ((err = record_check_command(o)) || (err = record_check_memory(o)) ||
 	    (err = record_check_cores(o)) || (err = record_resolve_command(o)) ||
-	    (err = record_check_program(o->cmd_path)) || (err = record_check_uffd()) ||
+	    (err = record_check_program(o->cmd_path)) || (err = record_resolve_keep(o)) ||
+	    (err = record_check_uffd()) ||
 	    (err = record_find_preload(o)) || (err = record_check_far(o)) || (err = record_prepare_outdir(o)))
 		return err;
 	record_note_spinning(o);

@@ -9,7 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fltrace/parse.h>
+
 #include "../src/analysis/allocsite.h"
+#include "../src/analysis/advise.h"
 #include "../src/analysis/analysis.h"
 #include "../src/analysis/report.h"
 #include "builtin.h"
@@ -44,6 +47,11 @@ static const char report_usage[] =
 "      --files           also write fltrace-data-files-<pid>.out: file-backed faults per\n"
 "                        file offset range, with the order the ranges were read in\n"
 "      --raw             also write fltrace-data-faults-<pid>-<gen>.out: one row per fault\n"
+"      --advise SIZE     placement advice for a local memory of SIZE (MB unless a unit is\n"
+"                        given, as record -L): the allocation sites to keep local, ranked by\n"
+"                        re-fetches per byte, the bytes each needs and the re-fetches keeping\n"
+"                        it is predicted to save (CSV on stdout, or -o FILE); check it with\n"
+"                        'fltrace record -L SIZE --keep-local SITE,...'\n"
 "      --diff A B        compare two recordings (trace directories): faults per callsite in\n"
 "                        each and the change, biggest change first, to fltrace-data-diff.out\n"
 "                        (or -o FILE); with --top N a table, with --folded 'stack A B' lines\n"
@@ -59,6 +67,7 @@ static const char report_examples[] =
 "  fltrace report --by line --kind refetch # which lines re-fetch evicted pages\n"
 "  fltrace report --by caller --top 10     # which lines of the program itself fault most\n"
 "  fltrace report --by alloc --top 10      # which allocations' memory faults most\n"
+"  fltrace report --advise 64              # which sites to keep local with 64 MB\n"
 "  fltrace report --folded -o f.folded && flamegraph.pl f.folded > f.svg\n"
 "  fltrace report --kind file --files      # which parts of which files were read, in order\n"
 "  fltrace report --time 10:20 --access write --merge\n"
@@ -87,6 +96,7 @@ struct report_env {
 	size_t nper_fault;
 	bool progress;
 	struct timespec t0;
+	uint64_t advise;                        /* --advise: the local size in bytes, 0 = not asked */
 };
 
 static double report_elapsed(const struct report_env *env)
@@ -176,7 +186,7 @@ static long report_parse_long(const char *s, long min)
 }
 
 enum { OPT_BY = 256, OPT_KIND, OPT_ACCESS, OPT_PID, OPT_TIME, OPT_TOP, OPT_FOLDED, OPT_MERGE,
-       OPT_FILES, OPT_RAW, OPT_FORMAT, OPT_DIFF };
+       OPT_FILES, OPT_RAW, OPT_FORMAT, OPT_DIFF, OPT_ADVISE };
 
 /* --raw and --files add a per-fault writer to the grouped output. */
 static void report_add_per_fault(struct report_env *env, const char *name)
@@ -224,6 +234,7 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 		{ "raw", no_argument, NULL, OPT_RAW },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "diff", required_argument, NULL, OPT_DIFF },
+		{ "advise", required_argument, NULL, OPT_ADVISE },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *const kinds[] = { "zero", "refetch", "file", "wp", "syscall", "prefetch" };
@@ -283,6 +294,14 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 		case OPT_FILES: report_add_per_fault(env, "files"); break;
 		case OPT_RAW: report_add_per_fault(env, "raw"); break;
 		case OPT_DIFF: env->diff_a = optarg; break;
+		case OPT_ADVISE: {
+			int e = parse_size(optarg, PARSE_MIB, &env->advise);
+			if (e)
+				return cli_error(CLI_EXIT_USAGE, "report", "--advise: '%s' %s; give the "
+						 "local size in MB, e.g. 64, or with a unit K, M, G, e.g. 1G",
+						 optarg, parse_strerror(e));
+			break;
+		}
 		case OPT_FORMAT:
 			if ((c = report_set_format(env, optarg)) >= 0)
 				return c;
@@ -591,6 +610,53 @@ static void report_print_processes(struct an_process **procs, struct agg_table *
 
 /* ------------------------------------------------------------------ main */
 
+/* --advise SIZE: the sites to keep local (advise.h), all processes (or --pid), as CSV. */
+static int report_advise(const struct report_env *env)
+{
+	struct as_report r;
+	struct advise_site *sites = NULL;
+	struct advise_row *rows = NULL;
+	size_t n = 0;
+	char err[512];
+	int status = CLI_EXIT_OK;
+
+	report_progress(env, "%s", "reading and symbolizing");
+	int ret = as_report_load(env->dir, env->pid, NULL, &r, err, sizeof(err));
+	report_progress_end(env);
+	if (ret) {
+		as_report_free(&r);
+		return cli_error(CLI_EXIT_FAIL, "report", "%s", err);
+	}
+	if (advise_sites_of(&r, &sites, &n) || !(rows = calloc(n ? n : 1, sizeof(*rows)))) {
+		status = cli_error(CLI_EXIT_FAIL, "report", "--advise: out of memory; report one "
+				   "process (--pid)");
+		goto out;
+	}
+	n = advise_plan(sites, n, env->advise, 4096, rows);
+	bool to_stdout = !env->output || !strcmp(env->output, "-");
+	if (to_stdout) {
+		if (advise_write_csv(stdout, rows, n) || fflush(stdout) || ferror(stdout))
+			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
+					   strerror(errno ? errno : EIO));
+	} else {
+		struct cli_out file;
+		FILE *o = report_create(&file, NULL, env->output);
+		if (!o)
+			status = CLI_EXIT_FAIL;
+		else if (advise_write_csv(o, rows, n)) {
+			status = cli_error(CLI_EXIT_FAIL, "report", "writing %s failed", file.of.path);
+			cli_out_abort(&file);
+		} else if (report_close(&file)) {
+			status = CLI_EXIT_FAIL;
+		}
+	}
+out:
+	free(sites);
+	free(rows);
+	as_report_free(&r);
+	return status;
+}
+
 /* --by alloc: faults by the allocation site of the memory they hit, all processes (or --pid), to
  * the picked format's alloc form (the CSV when only per-fault views were picked). */
 static int report_by_alloc(const struct report_env *env)
@@ -664,6 +730,13 @@ int cmd_report(int argc, char **argv)
 	if (env.by == AGG_BY_ALLOC && (env.per_fault[0] || env.per_fault[1]))
 		return cli_error(CLI_EXIT_USAGE, "report", "--by alloc groups by allocation site only; "
 				 "run --raw or --files in a report of their own");
+	if (env.advise && (env.diff_a || env.by != AGG_BY_STACK || env.nper_fault ||
+			   env.filter.kinds || env.filter.access || env.filter.has_time || env.top))
+		return cli_error(CLI_EXIT_USAGE, "report", "--advise reads the whole recording by "
+				 "allocation site; leave out --diff, --by, --kind, --access, --time, --top, "
+				 "--raw and --files");
+	if (env.advise)
+		return report_advise(&env);
 	if (env.diff_a)
 		return report_diff(&env);
 	if (env.by == AGG_BY_ALLOC)

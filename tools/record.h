@@ -20,6 +20,8 @@ struct record_opts {
 	uint64_t depth;             /* --depth */
 	enum fltrace_policy policy; /* --policy */
 	int prefetch;               /* --prefetch: a row of inc/fltrace/prefetchers.h (0: none) */
+	const char *keep_sites;     /* --keep-local as given: sites, comma-separated; NULL = none */
+	char *keep_env;             /* FLTRACE_KEEP_LOCAL, made by record_resolve_keep */
 	int far;                    /* --far: a row of inc/fltrace/backends.h */
 	char far_dir[PATH_MAX];     /* --far file:<dir>, absolute; memcached: the servers, numeric */
 	uint64_t far_replicas;      /* --far-replicas (memcached), 0 = not given (1) */
@@ -62,6 +64,9 @@ int record_find_preload(struct record_opts *o);
 int record_parse_far_servers(const char *list, struct record_opts *o);
 int record_check_far(struct record_opts *o);
 void record_clear_far(const struct record_opts *o);
+
+/* record_keep.c: --keep-local's sites resolved to code ranges of the command (o->keep_env). */
+int record_resolve_keep(struct record_opts *o);
 
 /* record_run.c: the output directory, the traced run, the summary. */
 int record_prepare_outdir(struct record_opts *o);

@@ -204,6 +204,7 @@ static int run_set_environment(const struct record_opts *o)
 	err |= run_setenv_u64(FLTRACE_ENV_ALLOC_SAMPLE, o->alloc_sample_off ? 0 :
 			      o->alloc_sample ? o->alloc_sample : FLTRACE_DEFAULT_ALLOC_SAMPLE);
 	err |= setenv(FLTRACE_ENV_PRELOAD_PATH, o->preload, 1);
+	err |= o->keep_env ? setenv(FLTRACE_ENV_KEEP_LOCAL, o->keep_env, 1) : unsetenv(FLTRACE_ENV_KEEP_LOCAL);
 	/* Never let a stale value from the caller's environment pin the handlers. */
 	err |= unsetenv(FLTRACE_ENV_CORES);
 	if (o->have_cores && cpulist_format(&o->cores, cores, sizeof(cores)) >= 0)
@@ -399,6 +400,18 @@ int record_summarize(const struct record_opts *o, int status)
 		cli_note("prefetch %s: %s", fltrace_prefetch_name((unsigned)o->prefetch),
 			 runstats_prefetch_text(&t, text, sizeof(text)));
 	}
+	if (o->keep_sites)
+		cli_note("keep-local: %llu allocation%s at %s kept, up to %.1f MB of their pages held local%s",
+			 (unsigned long long)t.keep_allocs, t.keep_allocs == 1 ? "" : "s", o->keep_sites,
+			 t.keep_peak / RUN_MB, t.keep_over ? "" : "; none evicted");
+	if (t.keep_over)
+		cli_note("warning: keep-local: the kept pages filled -L (less the 16 pages an instruction "
+			 "may need): %llu page%s of kept allocations went to the policy and may have been "
+			 "evicted; raise -L or keep fewer sites", (unsigned long long)t.keep_over,
+			 t.keep_over == 1 ? "" : "s");
+	if (o->keep_sites && !t.keep_allocs)
+		cli_note("warning: keep-local: no allocation was made at %s; check the site names with "
+			 "'fltrace report --by alloc'", o->keep_sites);
 	/* A program whose memory is mostly static data, stacks or shared mappings faults little
 	 * under fltrace: say so rather than let a small count pass for the whole story. */
 	if (t.untracked_rss > t.resident_peak && t.untracked_rss > 8 * RUN_MB)

@@ -36,6 +36,9 @@
 #define FLTRACE_ENV_ALLOCS "FLTRACE_ALLOCS"         /* --allocs: 1 record allocation sites, 0 not */
 #define FLTRACE_ENV_ALLOC_SAMPLE "FLTRACE_ALLOC_SAMPLE" /* --alloc-sample: mean bytes between samples */
 #define FLTRACE_DEFAULT_ALLOC_SAMPLE (512u << 10)
+/* --keep-local: the executable's absolute path, '|', then the link-time code ranges (hex lo-hi,
+ * comma-separated) of the sites whose allocations are never evicted */
+#define FLTRACE_ENV_KEEP_LOCAL "FLTRACE_KEEP_LOCAL"
 /* Tests only: every Nth page UFFDIO_MOVE moves is reported as not moved, as Linux 6.18 was seen
  * to do now and then (evict.c trusts the page tables over the ioctl's answer). */
 #define FLTRACE_ENV_TEST_MOVE_MISREPORT "FLTRACE_TEST_MOVE_MISREPORT"

@@ -32,6 +32,7 @@ struct rtconfig {
 	uint64_t spin_ns;          /* adaptive: how long a handler polls after a fault */
 	bool files_all;
 	bool allocs;
+	const char *keep_local;    /* --keep-local: "<executable>|<lo>-<hi>,..." (record sets it), or NULL */
 	uint64_t alloc_sample;     /* mean bytes between sampled small allocations, 0 = none */
 	uint64_t test_move_misreport; /* tests: every Nth page moved reported unmoved, 0 = none */
 	uint64_t test_handler_lag_ns; /* tests: a handler's pause after a signalled fault, 0 = none */

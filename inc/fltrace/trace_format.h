@@ -95,7 +95,8 @@ struct ft_file_header2 {
 	uint64_t data_end;    /* where the records end, written when the recorder closed the file
 	                         (0 while it records, and after SIGKILL) */
 	uint32_t header_crc;  /* CRC-32C of the header_size bytes, data_end and header_crc taken as 0 */
-	uint32_t zero;
+	uint32_t prefetch;    /* --prefetch: a row of inc/fltrace/prefetchers.h; 0 (none) in the
+	                         traces written before the field was (it was padding, always 0) */
 };
 
 /* Bytes of the fixed header (where the tail starts) and of a record's check, by version. */

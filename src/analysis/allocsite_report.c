@@ -62,7 +62,9 @@ static const char *as_site_name(struct as_report *r, const int64_t *frames, uint
 		return "??:?";
 	uint32_t k = caller_index(r->sym, frames, n);
 	const struct sym_frame *f = sym_frame(r->sym, frames[k]);
-	as_frame_name(f, buf, sizeof(buf));
+	const char *name = as_frame_name(f, buf, sizeof(buf));
+	if (name != buf) /* caller_name may answer with the frame's own name, not in buf */
+		snprintf(buf, sizeof(buf), "%s", name);
 	if (f->resolved && !f->locs[0].line && k + 1 < n) {
 		uint32_t u = k + 1 + caller_index(r->sym, frames + k + 1, n - k - 1);
 		const struct sym_frame *uf = sym_frame(r->sym, frames[u]);

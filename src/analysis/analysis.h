@@ -19,6 +19,7 @@
 struct trace {
 	char *path;
 	const struct ft_file_header *hdr;
+	uint32_t prefetch;        /* the prefetcher it was recorded with (version 2), 0 = none */
 	const char *exe;          /* from the header tail ("" if absent) */
 	const char **argv;        /* argc strings: hdr->nr_args, or fewer in a damaged header */
 	uint32_t argc;

@@ -164,6 +164,7 @@ static int picture_keep_header(struct picture_proc *vp, const char *path, char *
 	}
 	picture_drop_header(vp);
 	vp->hdr = *t->hdr;
+	vp->prefetch = t->prefetch;
 	vp->has_hdr = true;
 	vp->page_size = t->hdr->page_size;
 	if (!vp->t0 || t->hdr->start_realtime_ns < vp->t0)

@@ -51,6 +51,7 @@ struct picture_proc {
 	char **argv;
 	size_t argc;
 	struct ft_file_header hdr;
+	uint32_t prefetch;      /* the trace's prefetcher (struct trace) */
 	bool has_hdr;
 	char execs[512];          /* argv[0] of earlier generations, "a -> b" */
 	char warning[512];

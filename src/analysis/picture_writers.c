@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <fltrace/policies.h>
+#include <fltrace/prefetchers.h>
 #include <fltrace/statsline.h>
 
 #include "allocsite.h"
@@ -180,13 +181,15 @@ static void picture_index_options(const struct picture_proc *p, struct svg_index
 	snprintf(opt[4], 64, "%s", fltrace_policy_name(h->policy));
 	snprintf(opt[5], 64, "%u", h->stack_depth);
 	snprintf(opt[6], 64, "%llu", (unsigned long long)h->page_size);
+	snprintf(opt[7], 64, "%s", fltrace_prefetch_name(p->prefetch));
 	static const char *const names[] = { "local memory (-L)", "max memory (-M)",
-		"handler threads (-C)", "sample rate (-S)", "policy", "stack depth", "page size" };
-	for (size_t i = 0; i < 7; i++) {
+		"handler threads (-C)", "sample rate (-S)", "policy", "stack depth", "page size",
+		"prefetcher" };
+	for (size_t i = 0; i < 8; i++) {
 		in->options[i].name = names[i];
 		in->options[i].value = opt[i];
 	}
-	in->noptions = 7;
+	in->noptions = 8;
 }
 
 /* The index embeds every picture of the writers table that has a caption, in its order. */
@@ -212,7 +215,7 @@ int picture_draw_index(FILE *out, const struct picture_view *v)
 {
 	const struct picture_proc *p = v->p;
 	struct svg_index_info in = { 0 };
-	char opt[7][64], files[SVG_INDEX_MAX_IMAGES][64], slow_of[96];
+	char opt[8][64], files[SVG_INDEX_MAX_IMAGES][64], slow_of[96];
 	char *stats = p->merged ? NULL : stats_last_line(v->o->indir, p->pid);
 
 	in.pid = p->pid;

@@ -13,8 +13,11 @@ struct runstats {
 	/* --prefetch: faults on prefetched pages (hits), pages prefetched, used before eviction,
 	 * evicted unused, released by the program unused */
 	uint64_t prefetch_hits, prefetch_pages, prefetch_used, prefetch_unused, prefetch_dropped;
+	/* --keep-local: allocations kept, their pages handed to the policy (kept pages filled -L) */
+	uint64_t keep_allocs, keep_over;
 	/* Peaks and sizes, the largest of any process (peaks of processes need not coincide). */
 	uint64_t resident_peak, far_peak, vm_hwm, untracked_rss, untracked_map;
+	uint64_t keep_peak;        /* --keep-local: bytes of kept pages, at their peak */
 	uint64_t untracked_shared_file, untracked_loader_file;
 };
 

@@ -84,6 +84,8 @@ int trace_open(const char *path, struct trace **out, char *err, size_t errlen)
 		goto out;
 	}
 	t->fixed = ft_header_fixed_size(t->hdr->version);
+	if (t->hdr->version >= 2 && t->size >= t->fixed)
+		t->prefetch = ((const struct ft_file_header2 *)t->base)->prefetch;
 	t->check = ft_check_size(t->hdr->version);
 	if (t->size < t->fixed || t->hdr->header_size < t->fixed ||
 	    t->hdr->header_size % FT_ALIGN || t->hdr->header_size > t->size) {

@@ -46,6 +46,7 @@ static const struct setting settings[] = {
 	{ FLTRACE_ENV_SPIN_US, K_U64, OFF(spin_ns), false, 100, 0, 1000000, NULL },
 	{ FLTRACE_ENV_FILES, K_WORD, OFF(files_all), false, 0, 0, 0, files_words },
 	{ FLTRACE_ENV_ALLOCS, K_BOOL, OFF(allocs), false, 1, 0, 1, NULL },
+	{ FLTRACE_ENV_KEEP_LOCAL, K_PATH, OFF(keep_local), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_ALLOC_SAMPLE, K_U64, OFF(alloc_sample), false, FLTRACE_DEFAULT_ALLOC_SAMPLE, 0,
 	  UINT64_MAX, NULL },
 	{ FLTRACE_ENV_TEST_MOVE_MISREPORT, K_U64, OFF(test_move_misreport), false, 0, 0, UINT64_MAX, NULL },

@@ -12,6 +12,7 @@
 #include "trace.h"
 #include "threads.h"
 #include "allocs.h"
+#include "keep.h"
 
 /* Recorded malloc-family pointers, so that free() knows which frees to record. A free that is
  * not recorded (nearly all) is turned away by a counting filter on the pointer without a lock;
@@ -148,7 +149,12 @@ static bool table_remove(uintptr_t p)
 static void allocs_write(uintptr_t p, size_t size, unsigned kind, unsigned flags)
 {
 	uint32_t rsize = ft_rec_size(sizeof(struct ft_alloc));
-	uint32_t stack = prefault_caller_stack();
+	uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
+	unsigned depth;
+	uint32_t stack = prefault_caller_stack_ips(ips, &depth);
+	/* --keep-local: decided once, here, from the stack just unwound for the record. */
+	if (keep_on() && keep_stack_matches(ips, depth))
+		keep_add(p, size);
 	struct own_code c = threads_own_code_begin();
 	struct ft_alloc *rec = trace_reserve(rsize);
 	threads_own_code_end(c);
@@ -246,6 +252,8 @@ void allocs_heap_free_slow(void *p)
 	bool was = table_remove((uintptr_t)p);
 	pthread_mutex_unlock(&al.lock);
 	lock_order_drop(LOCK_ALLOCS);
+	if (was)
+		keep_remove((uintptr_t)p, 0);
 	if (was && allocs_recording())
 		allocs_write_free((uintptr_t)p, 0);
 	errno = saved_errno;
@@ -270,9 +278,11 @@ void allocs_note_map(uintptr_t p, size_t len, unsigned kind, const void *caller)
 
 void allocs_note_unmap(uintptr_t p, size_t len, const void *caller)
 {
-	if (prefault_is_own_frame((uint64_t)caller) || !allocs_recording())
+	if (prefault_is_own_frame((uint64_t)caller))
 		return;
-	allocs_write_free(p, len);
+	keep_remove(p, len);
+	if (allocs_recording())
+		allocs_write_free(p, len);
 }
 
 /* The child's trace is new and its table would name the parent's records: start empty. */

@@ -13,6 +13,7 @@
 #include "region.h"
 #include "evict.h"
 #include "prefetch.h"
+#include "keep.h"
 
 static struct {
 	const struct policy_ops *policy;
@@ -49,19 +50,30 @@ uint64_t evict_probation_pages(void)
 	return pagestate_inactive();
 }
 
+/* A page of a --keep-local site (keep.c) stays out of the policy: no policy can pick it. */
+static bool evict_kept(uintptr_t page, uint32_t *pg)
+{
+	if (__builtin_expect(!keep_on(), 1))
+		return false;
+	return pg_kept(*pg) || keep_page_in(page, pg);
+}
+
 void evict_note_present(uintptr_t page, uint32_t *pg)
 {
-	ev.policy->page_in(page, pg);
+	if (!evict_kept(page, pg))
+		ev.policy->page_in(page, pg);
 }
 
 void evict_note_touched(uintptr_t page, uint32_t *pg)
 {
-	ev.policy->page_touched(page, pg);
+	if (!evict_kept(page, pg))
+		ev.policy->page_touched(page, pg);
 }
 
 void evict_requeue(uintptr_t page, uint32_t *pg)
 {
-	ev.policy->page_in(page, pg);
+	if (!evict_kept(page, pg))
+		ev.policy->page_in(page, pg);
 }
 
 /* The page's data now sits in `slot`: evicted for good (far), or on probation (inactive, which
@@ -179,6 +191,13 @@ unsigned evict_out(uintptr_t *v, unsigned n, bool probation)
 	unsigned done = 0, i = 0;
 	if (prefetch_on())
 		n = evict_staged(v, n, &done);
+	if (keep_on()) { /* a stale queue entry of a page kept since: it stays */
+		unsigned k = 0;
+		for (unsigned j = 0; j < n; j++)
+			if (!pg_kept(*region_page(v[j])))
+				v[k++] = v[j];
+		n = k;
+	}
 	rt_sort_u64((uint64_t *)v, n);
 	while (i < n) {
 		unsigned j = i + 1;

@@ -20,6 +20,7 @@
 #include "trace.h"
 #include "loader.h"
 #include "allocs.h"
+#include "keep.h"
 #include "maps.h"
 #include "stats.h"
 #include "sysstack.h"
@@ -169,6 +170,7 @@ void rt_fork_child(void)
 	dlwalk_fork_child();
 	rt_lock_unmask_signals();
 	allocs_fork_child();
+	keep_fork_child();
 	loader_fork_child();
 	fork_forget_parent_fds();
 	if (atomic_load(&rt.phase) != RT_ON)

@@ -9,7 +9,7 @@ static __thread unsigned tls_held;
 
 static const char *const lock_names[LOCK_NR] = {
 	[LOCK_LOADER] = "lm.lock", [LOCK_RT] = "rt.lock", [LOCK_LOADER_TABLE] = "lm.table_lock", [LOCK_OBJECTS] = "objs.lock",
-	[LOCK_ALLOCS] = "al.lock", [LOCK_TRACE_STACKS] = "tr.stack_lock", [LOCK_TRACE_GROW] = "tr.grow_lock",
+	[LOCK_ALLOCS] = "al.lock", [LOCK_KEEP] = "kl.lock", [LOCK_TRACE_STACKS] = "tr.stack_lock", [LOCK_TRACE_GROW] = "tr.grow_lock",
 	[LOCK_STATS] = "st.lock", [LOCK_FAR_NET] = "mcf.lock", [LOCK_FDS] = "kp.lock",
 };
 

@@ -13,6 +13,7 @@ enum rt_lock_level {
 	LOCK_LOADER_TABLE, /* lm.table_lock (loader.c): the ranges taken over from the loader */
 	LOCK_OBJECTS,      /* objs.lock (sysstack.c): the loaded objects' table that handlers unwind with */
 	LOCK_ALLOCS,       /* al.lock (allocs.c), mutex: the live allocations recorded */
+	LOCK_KEEP,         /* kl.lock (keep.c): the live allocations of --keep-local's sites */
 	LOCK_TRACE_STACKS, /* tr.stack_lock (trace.c): the interned stacks */
 	LOCK_TRACE_GROW,   /* tr.grow_lock (trace.c): growing the trace file */
 	LOCK_STATS,        /* st.lock (stats.c): one stats line at a time */

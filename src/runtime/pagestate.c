@@ -125,6 +125,8 @@ bool pagestate_set(uintptr_t page, uint32_t *pg, unsigned to, uint32_t slot, enu
 	if (__builtin_expect(!pagestate_legal(from, to), 0))
 		return refuse(page, pg, to, why);
 	bool holds_slot = to == PAGE_EVICTED || to == PAGE_INACTIVE;
+	if (pg_kept(w))
+		atomic_fetch_sub(&pagestate_counts.kept, 1); /* the flag goes with the slot bits below */
 	w = (w & ((1u << PG_SLOT_SHIFT) - 1) & ~(PG_STATE_MASK | PG_QUEUED)) | to |
 	    (holds_slot ? slot << PG_SLOT_SHIFT : 0);
 	if (to == PAGE_EMPTY)
@@ -133,6 +135,17 @@ bool pagestate_set(uintptr_t page, uint32_t *pg, unsigned to, uint32_t slot, enu
 	count_change(from, to);
 	hist_add(page, from, to, why, 0);
 	return true;
+}
+
+void pagestate_keep(uintptr_t page, uint32_t *pg)
+{
+	(void)page;
+	if (pg_state(*pg) != PAGE_PRESENT || (*pg & PG_KEPT))
+		return;
+	*pg |= PG_KEPT;
+	uint64_t now = atomic_fetch_add(&pagestate_counts.kept, 1) + 1;
+	if (now > atomic_load(&pagestate_counts.kept_peak))
+		atomic_store(&pagestate_counts.kept_peak, now);
 }
 
 void pagestate_note_failure(uintptr_t page, const uint32_t *pg, enum ps_why why, int err)

@@ -34,6 +34,9 @@ enum page_state { PAGE_EMPTY = 0, PAGE_PRESENT = 1, PAGE_EVICTED = 2, PAGE_INACT
 #define PG_WRITABLE 0x10u /* the program's protection allows writes */
 #define PG_FILE 0x20u     /* in a file region: an empty page is filled from the file */
 #define PG_CLEAN 0x40u    /* a present file page equal to the file's data: dropped, not moved */
+/* --keep-local (keep.c): a resident page of a kept allocation, in no policy queue. Only in
+ * PAGE_PRESENT, whose slot bits hold no slot; every change of state clears it with them. */
+#define PG_KEPT 0x80000000u
 #define PG_SLOT_SHIFT 7
 #define PG_SLOT_MAX ((1u << (32 - PG_SLOT_SHIFT)) - 1)
 
@@ -69,11 +72,16 @@ struct pagestate_counts {
 	_Atomic uint64_t far, far_peak;           /* EVICTED */
 	_Atomic uint64_t illegal;                 /* changes refused (a bug of fltrace) */
 	_Atomic uint64_t stuck;                   /* watchdog: a page the kernel kept faulting on */
+	_Atomic uint64_t kept, kept_peak;         /* PRESENT with PG_KEPT (--keep-local) */
 };
 extern struct pagestate_counts pagestate_counts;
 static inline uint64_t pagestate_resident(void) { return atomic_load(&pagestate_counts.resident); }
 static inline uint64_t pagestate_inactive(void) { return atomic_load(&pagestate_counts.inactive); }
 static inline uint64_t pagestate_far(void) { return atomic_load(&pagestate_counts.far); }
+static inline uint64_t pagestate_kept(void) { return atomic_load(&pagestate_counts.kept); }
+static inline bool pg_kept(uint32_t w) { return pg_state(w) == PAGE_PRESENT && (w & PG_KEPT); }
+/* A present page is kept (--keep-local): PG_KEPT set and counted until its state next changes. */
+void pagestate_keep(uintptr_t page, uint32_t *pg);
 
 /* The one way to change a page's state. `slot` is the far slot for EVICTED and INACTIVE (ignored
  * otherwise: PRESENT and EMPTY hold none). Clears PG_QUEUED (any queue entry is stale now) and,

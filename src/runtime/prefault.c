@@ -56,8 +56,14 @@ bool prefault_is_own_frame(uint64_t ip)
  * take that lock again on this thread and never return (seen: python3 at -L 2, threads importing). */
 uint32_t prefault_caller_stack(void)
 {
-	void *buf[FLTRACE_MAX_STACK_DEPTH + 8];
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
+	unsigned n;
+	return prefault_caller_stack_ips(ips, &n);
+}
+
+uint32_t prefault_caller_stack_ips(uint64_t *ips, unsigned *depth)
+{
+	void *buf[FLTRACE_MAX_STACK_DEPTH + 8];
 	struct own_code c = threads_own_code_begin();
 	int n = unw_backtrace(buf, (int)rt.cfg.stack_depth + 8);
 	unsigned d = 0;
@@ -69,6 +75,7 @@ uint32_t prefault_caller_stack(void)
 	 * whose handler takes that lock again (sigalarm --files=all at -L 1 hung so). */
 	uint32_t id = d ? trace_stack_id(ips, d) : FT_NO_STACK;
 	threads_own_code_end(c);
+	*depth = d;
 	return id;
 }
 

@@ -30,6 +30,18 @@ struct prefetch_ops {
 	unsigned (*predict)(const struct prefetch_access *a, uint64_t *pages, unsigned max);
 };
 
+/* The pages `page + step`, `page + 2 step`, ... `page + n step` into `pages`, at most `max` of them;
+ * returns how many: the window along a trend that stride and leap both ask for. Inline, not in
+ * prefetch.c, so the prefetchers' unit test runs them without the mechanism. */
+static inline unsigned prefetch_along(uint64_t page, int64_t step, unsigned n, uint64_t *pages,
+				      unsigned max)
+{
+	unsigned k = 0;
+	for (; k < n && k < max; k++)
+		pages[k] = page + (uint64_t)(step * (int64_t)(k + 1));
+	return k;
+}
+
 /* The prefetcher named by the table's row `id` (inc/fltrace/prefetchers.h); NULL past the table. */
 const struct prefetch_ops *prefetch_ops_of(unsigned id);
 

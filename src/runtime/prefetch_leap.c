@@ -80,10 +80,7 @@ static unsigned leap_predict(const struct prefetch_access *a, uint64_t *pages, u
 	unsigned w = leap_window();
 	lp.window = w;
 	lp.hits = 0;
-	unsigned n = 0;
-	for (unsigned k = 1; k <= w && n < max; k++)
-		pages[n++] = a->page + (uint64_t)(trend * (int64_t)k);
-	return n;
+	return prefetch_along(a->page, trend, w, pages, max);
 }
 
 const struct prefetch_ops prefetch_leap = {

@@ -42,10 +42,7 @@ static unsigned stride_predict(const struct prefetch_access *a, uint64_t *pages,
 	e->last = a->page;
 	if (e->same < STRIDE_CONFIRM)
 		return 0;
-	unsigned n = 0;
-	for (unsigned k = 1; k <= STRIDE_DEGREE && n < max; k++)
-		pages[n++] = a->page + (uint64_t)(s * (int64_t)k);
-	return n;
+	return prefetch_along(a->page, s, STRIDE_DEGREE, pages, max);
 }
 
 const struct prefetch_ops prefetch_stride = {

@@ -58,6 +58,7 @@ struct rt_config {
 	uint64_t spin_ns;    /* adaptive: poll this long after the last fault before blocking */
 	bool files_all;      /* --files=all: the loader's code and read-only data are traced too */
 	bool allocs;         /* allocation sites are recorded (FLTRACE_ALLOCS, default on) */
+	const char *keep_local; /* --keep-local: FLTRACE_KEEP_LOCAL (in the environment), or NULL */
 	uint64_t alloc_sample; /* mean bytes between sampled small allocations, 0 = none */
 	uint64_t test_move_misreport; /* tests: every Nth page moved reported unmoved (uffd.c) */
 	uint64_t test_handler_lag_ns; /* tests: a handler's pause after a signalled fault (handler.c) */
@@ -105,6 +106,9 @@ struct rt_stats {
 	/* --prefetch (prefetch.c): faults on staged pages (hits, recorded), pages staged, staged pages
 	 * first touched (used), evicted untouched (unused), released by the program untouched */
 	_Atomic uint64_t faults_prefetch, prefetch_pages, prefetch_used, prefetch_unused, prefetch_dropped;
+	/* --keep-local (keep.c): allocations at kept sites, ones the table had no room for, pages of
+	 * them handed to the policy because kept pages filled -L (less the 16 pages of its floor) */
+	_Atomic uint64_t keep_allocs, keep_lost, keep_over;
 	_Atomic uint64_t untracked_map_bytes, untracked_maps;
 	_Atomic uint64_t file_map_bytes, file_maps;       /* private file mappings emulated (tracked) */
 	_Atomic uint64_t untracked_shared_file_bytes, untracked_shared_file_maps;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "prefetch.h"
+#include "keep.h"
 #include "fltrace/fmt.h"
 #include "fltrace/outfile.h"
 #include "fltrace/rtconfig.h"
@@ -235,6 +236,7 @@ static void config_parse(struct rt_config *c)
 	c->spin_ns = rc.spin_ns;
 	c->files_all = rc.files_all;
 	c->allocs = rc.allocs;
+	c->keep_local = rc.keep_local;
 	c->alloc_sample = rc.alloc_sample;
 	c->test_move_misreport = rc.test_move_misreport;
 	c->test_handler_lag_ns = rc.test_handler_lag_ns;
@@ -416,6 +418,9 @@ __attribute__((constructor(102))) static void rt_init(void)
 	    prefetch_init(rt.cfg.localmem / ps, farmem_slots()) < 0 || threads_init() < 0 ||
 	    allocs_init(rt.cfg.alloc_sample, rt.cfg.allocs) < 0 || far_init() < 0)
 		rt_die("runtime", "cannot reserve its bookkeeping memory", "lower -M");
+	if (keep_init(rt.cfg.keep_local) < 0)
+		rt_die(FLTRACE_ENV_KEEP_LOCAL, "is not '<executable>|<lo>-<hi>,...' of hex code addresses",
+		       "give --keep-local to 'fltrace record', which sets it");
 	handler_signal_init();
 	prefault_init();
 	dlwalk_init();

@@ -144,6 +144,11 @@ void stats_write_line(void)
 	kv(&f, "prefetch_used", atomic_load(&s->prefetch_used));
 	kv(&f, "prefetch_unused", atomic_load(&s->prefetch_unused));
 	kv(&f, "prefetch_dropped", atomic_load(&s->prefetch_dropped));
+	kv(&f, "keep_local_allocs", atomic_load(&s->keep_allocs));
+	kv(&f, "keep_local_lost", atomic_load(&s->keep_lost));
+	kv(&f, "keep_local_bytes", atomic_load(&pc->kept) * ps);
+	kv(&f, "keep_local_peak_bytes", atomic_load(&pc->kept_peak) * ps);
+	kv(&f, "keep_local_over", atomic_load(&s->keep_over));
 	kv(&f, "faults_sampled_out", atomic_load(&s->faults_sampled_out));
 	kv(&f, "stacks_cut", atomic_load(&s->stacks_cut));
 	kv(&f, "evict_ops", atomic_load(&s->evict_ops));

@@ -116,6 +116,7 @@ static void trace_write_header(void)
 	h->samplerate = rt.cfg.samplerate;
 	h->policy = (uint32_t)rt.cfg.policy;
 	h->stack_depth = rt.cfg.stack_depth;
+	h2->prefetch = (uint32_t)rt.cfg.prefetch;
 	/* data_end is 0 until trace_close: the checksum takes it as 0. */
 	h2->header_crc = crc32c(0, tr.base, h->header_size);
 	atomic_store(&tr.tail, h->header_size);
