@@ -10,8 +10,7 @@
  * slots per poller; any poller takes a routed fault left STEAL_NS (that CPU is busy). After
  * FLTRACE_SPIN_US (100 µs) without a fault pollers sleep in poll(), at normal priority: a runnable
  * SCHED_IDLE thread may wait seconds for a busy CPU, and its process cannot exit or exec until it
- * has (poller_policy). A poller whose CPU's threads took no fault for REST_AFTER_NS rests off the
- * userfaultfd until a fault is routed to it (poller_rest). The backstop (-C normal threads) ticks
+ * has (poller_policy). The backstop (-C normal threads) ticks
  * every BACKSTOP_TICK_NS until the pollers have all slept BACKSTOP_IDLE_NS: it serves while faults
  * wait and no poller takes them (every CPU busy), and gives SCHED_OTHER to a poller stuck in the
  * middle of a fault or starved while awake (pollers_boost_stuck). Nothing
@@ -19,7 +18,6 @@
  * SCHED_OTHER for long stretches under it (handler_hold_cpu).
  * --poll adaptive|block|spin: -C handler threads, each reading every fault (the earlier designs). */
 #include <errno.h>
-#include <linux/futex.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <sched.h>
@@ -63,10 +61,7 @@ struct poller {
 	bool idle_policy;            /* at SCHED_IDLE now (only while it polls: poller_policy) */
 	_Atomic uint64_t beat;       /* its loop's turns: the backstop tells a starved poller by it */
 	uint64_t beat_seen;          /* the backstop's: beat at its last tick */
-	_Atomic bool asleep;         /* in poll(), or resting */
-	_Atomic bool resting;        /* off the userfaultfd: woken by a fault routed here (poller_rest) */
-	_Atomic uint32_t kick;       /* futex word a resting poller sleeps on */
-	uint64_t last_own;           /* when it last took a fault of its own CPU's (rt_mono_ns) */
+	_Atomic bool asleep;         /* in poll() */
 	_Atomic unsigned queued;     /* slots holding a routed fault */
 	struct route_slot slots[ROUTE_SLOTS];
 };
@@ -83,7 +78,6 @@ static struct {
 	_Atomic uint64_t last_msg; /* when a poller last read a message (rt_mono_ns) */
 	_Atomic uint64_t progress; /* messages handled by anyone: the watchdog's sign of life */
 	_Atomic unsigned started;  /* threads that got past glibc's thread start-up */
-	_Atomic unsigned reading;  /* pollers not resting: never below one */
 	uint64_t watched_progress;
 	unsigned stalled_seconds;  /* seconds without progress in which nothing could make any */
 	uint64_t stalled_cpu_ticks; /* CPU the handlers used since the last progress */
@@ -100,7 +94,7 @@ static int pollers_set_policy(int tid, int policy)
 }
 
 /* A poller runs at SCHED_IDLE only while it polls for faults: then it takes no CPU a program thread
- * wants. Asleep, resting or boosted it is SCHED_OTHER: a SCHED_IDLE thread left runnable on a
+ * wants. Asleep or boosted it is SCHED_OTHER: a SCHED_IDLE thread left runnable on a
  * busy CPU may wait seconds for it, and a process cannot exit or exec until each of its threads has
  * run to its end (measured: 7-8 s to exit for a process with two SCHED_IDLE threads polling while
  * both CPUs ran busy loops, 0.2-0.3 s with them asleep or at SCHED_OTHER). */
@@ -199,59 +193,6 @@ static int pollers_block(int timeout_ms)
 	return polled < 0 && errno == EINTR ? 0 : polled;
 }
 
-/* ---- resting: pollers off the userfaultfd ----
- * A poller reading the userfaultfd on a CPU where no program thread faults costs the program: while
- * it spins it reads first the faults of the threads on other CPUs, which then go through a route;
- * asleep in poll() it is woken by every fault, an IPI to an idle vCPU sent by the faulting thread
- * (GAPBS bfs, one thread: 14-16 s traced against 12 s with a busy loop keeping the other vCPU's poller
- * away). So a poller that took no fault of its own CPU's for REST_AFTER_NS rests: it sleeps on its
- * own futex, off the userfaultfd, until a fault is routed to it (a thread of the program came to its
- * CPU: route_put kicks it) or REST_MAX_MS pass. One poller always reads. */
-#define REST_AFTER_NS (5 * 1000 * 1000ull)
-#define REST_MAX_MS 200
-
-static void poller_kick(struct poller *p)
-{
-	/* Sequentially consistent, as is the rest's store and its look at `queued`: each side stores,
-	 * then loads what the other stored, and one of them sees the other's store. */
-	if (!atomic_load(&p->resting))
-		return;
-	atomic_store(&p->kick, 1);
-	syscall(SYS_futex, &p->kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-/* Whether this poller may stop reading: the others keep at least one reader. Not with -S: a thread's
- * CPU is learnt from its stack signal (rt_thread.cpu), which a rate of recorded faults leaves
- * stale, and faults routed by it woke a resting poller on the wrong CPU (GAPBS bfs -S 1: 9% slower). */
-static bool poller_may_rest(struct poller *p, uint64_t now)
-{
-	if (now - p->last_own < REST_AFTER_NS || hd.npollers < 2 || rt.cfg.samplerate)
-		return false;
-	unsigned n = atomic_load(&hd.reading);
-	while (n > 1)
-		if (atomic_compare_exchange_weak(&hd.reading, &n, n - 1))
-			return true;
-	return false;
-}
-
-static void poller_rest(struct poller *p)
-{
-	atomic_store(&p->kick, 0);
-	atomic_store(&p->asleep, true);
-	atomic_store(&p->resting, true);
-	atomic_fetch_add_explicit(&rt.stats.pollers_rests, 1, memory_order_relaxed);
-	/* A fault routed here before `resting` was seen is in a slot: look once more. */
-	while (!atomic_load(&p->queued) && !atomic_load(&p->kick)) {
-		struct timespec ts = { .tv_sec = 0, .tv_nsec = REST_MAX_MS * 1000000l };
-		if (syscall(SYS_futex, &p->kick, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0) < 0 && errno == ETIMEDOUT)
-			break;
-	}
-	atomic_store(&p->resting, false);
-	atomic_store(&p->asleep, false);
-	atomic_fetch_add(&hd.reading, 1);
-	p->last_own = rt_mono_ns(); /* woken for a fault here, or looking again: a full period */
-}
-
 /* ---- routing ---- */
 
 static bool route_put(struct poller *to, const struct uffd_msg *m, int fd)
@@ -265,7 +206,6 @@ static bool route_put(struct poller *to, const struct uffd_msg *m, int fd)
 		s->fd = fd;
 		atomic_fetch_add(&to->queued, 1);
 		atomic_store_explicit(&s->stamp, rt_mono_ns(), memory_order_release);
-		poller_kick(to);
 		return true;
 	}
 	return false; /* full: served where it was read */
@@ -338,18 +278,16 @@ static void poller_take(void *self, const struct uffd_msg *m, int fd)
 		return;
 	}
 	poller_serve(p, m, fd);
-	if (!to || to == p) /* a thread whose CPU is unknown may be on this one */
-		p->last_own = rt_mono_ns(); /* after: a serve longer than REST_AFTER_NS is no rest */
 }
 
 /* Boosted by the backstop (pollers_boost_stuck), it goes back to SCHED_IDLE when it next polls.
  * Nothing more: a poller that backed off (slept 1-64 ms when found stuck twice within 10 ms, as
  * a sign that its CPU is busy with other threads) left the faults of the thread on its CPU to
  * another vCPU's poller, and a preempted poller is found stuck often on a busy machine. GAPBS bfs
- * at -L 1000, one thread, same minutes: 14.65 / 14.96 s with the backoff, 14.08 / 13.10 without
- * (8,000-11,000 faults stolen across vCPUs with it, 60-170 without); OpenMP x2 with a busy loop on
- * one vCPU: 9.54 / 10.25 s with, 10.47 / 9.88 without. A fault routed to a busy CPU is stolen
- * after STEAL_NS, and a poller whose CPU's threads stopped faulting rests (poller_rest). */
+ * at -L 1000, one thread, same minutes on a loaded machine: 15.76 / 14.16 s with the backoff,
+ * 14.62 / 14.89 without, and 4,060 faults stolen across vCPUs with it against 140-150 without;
+ * fillscan at a quarter of its peak, quiet: 8.71 / 8.69 / 8.41 s with, 8.63 / 8.49 / 8.52
+ * without. A fault routed to a busy CPU is stolen after STEAL_NS. */
 static void poller_unboost(struct poller *p)
 {
 	if (atomic_load_explicit(&p->boosted, memory_order_relaxed) == BOOST_NONE)
@@ -370,11 +308,8 @@ static bool poller_work(struct poller *p, uint64_t now)
 {
 	struct uffd_msg m;
 	int fd;
-	/* A stolen fault counts as its own: the CPU it was routed to is busy, and this poller may be
-	 * all its thread has (resting, it would leave the fault to the backstop's tick). */
 	if (route_take(p, UINT64_MAX, &m, &fd) || route_steal(p, now, &m, &fd)) {
 		poller_serve(p, &m, fd);
-		p->last_own = rt_mono_ns();
 		return true;
 	}
 	if (!handler_ctx_waiting(p->ctx))
@@ -392,7 +327,6 @@ static void *poller_main(void *arg)
 	tls_poller = p;
 	p->ctx = handler_ctx_new();
 	atomic_store(&p->tid, rt_gettid());
-	p->last_own = rt_mono_ns();
 	atomic_fetch_add(&hd.started, 1);
 	pollers_pin(p->cpu);
 	for (;;) {
@@ -402,10 +336,8 @@ static void *poller_main(void *arg)
 		if (poller_work(p, now))
 			continue;
 		ssize_t n = pollers_read(poller_take, p);
-		if (n < 0) {
-			atomic_fetch_sub(&hd.reading, 1); /* the userfaultfd is gone: it reads no more */
+		if (n < 0)
 			break;
-		}
 		if (n > 0)
 			continue;
 		/* Read now, not at the loop's top: another poller may have read a fault since (and may
@@ -422,11 +354,7 @@ static void *poller_main(void *arg)
 			pollers_block(1);
 			continue;
 		}
-		if (poller_may_rest(p, rt_mono_ns())) {
-			poller_rest(p);
-			continue;
-		}
-		/* No fault for a while: sleep until the next (which wakes every poller not resting). */
+		/* No fault for a while: sleep until the next (which wakes every poller). */
 		atomic_store(&p->asleep, true);
 		if (!route_any_queued())
 			pollers_block(200);
@@ -601,12 +529,8 @@ static void *backstop_main(void *arg)
 		pollers_sleep_ns(BACKSTOP_TICK_NS);
 		pollers_boost_stuck(rt_mono_ns(), true);
 		uint64_t polled = atomic_load(&hd.polled);
-		if (polled == seen && pollers_work_waiting()) {
-			/* No poller took a fault for a tick: one resting may be on an idle CPU. */
-			for (unsigned i = 0; i < hd.npollers; i++)
-				poller_kick(&hd.pollers[i]);
+		if (polled == seen && pollers_work_waiting())
 			backstop_serve(ctx);
-		}
 		seen = atomic_load(&hd.polled);
 		handler_tend(ctx);
 	}
@@ -711,7 +635,6 @@ static int pollers_start(void)
 		hd.npollers++;
 	}
 	atomic_store(&hd.last_msg, 0); /* asleep until the first fault */
-	atomic_store(&hd.reading, hd.npollers);
 	for (unsigned i = 0; i < hd.npollers; i++) {
 		if (rt_thread_create(&hd.pollers[i].thread, poller_main, &hd.pollers[i], "fltrace-poller") != 0)
 			return -EAGAIN;

@@ -121,9 +121,9 @@ struct rt_stats {
 	_Atomic uint64_t far_put_rounds, far_replica_gets, far_servers_lost;
 	/* --poll percpu (pollers.c): faults routed to another CPU's poller, routed faults another
 	 * poller took after they waited, faults the backstop served, pollers it gave normal priority
-	 * (stuck in a fault, starved while awake), rests begun by a poller off the userfaultfd,
-	 * stack signals taken on another CPU than the serving poller's */
-	_Atomic uint64_t faults_routed, faults_stolen, faults_backstop, pollers_boosted, pollers_starved, pollers_rests, signals_remote;
+	 * (stuck in a fault, starved while awake), stack signals taken on another CPU than the
+	 * serving poller's */
+	_Atomic uint64_t faults_routed, faults_stolen, faults_backstop, pollers_boosted, pollers_starved, signals_remote;
 	struct rt_time_stats time;
 };
 /* ---- the runtime root (runtime.c) ---- */

@@ -204,7 +204,6 @@ void stats_write_line(void)
 	kv(&f, "faults_routed", atomic_load(&s->faults_routed));
 	kv(&f, "signals_remote", atomic_load(&s->signals_remote));
 	kv(&f, "pollers_starved", atomic_load(&s->pollers_starved));
-	kv(&f, "pollers_rests", atomic_load(&s->pollers_rests));
 	kv(&f, "faults_stolen", atomic_load(&s->faults_stolen));
 	kv(&f, "faults_backstop", atomic_load(&s->faults_backstop));
 	kv(&f, "pollers_boosted", atomic_load(&s->pollers_boosted));

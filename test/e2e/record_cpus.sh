@@ -23,18 +23,6 @@ for mode in stay pin hop midrun; do
 done
 same_output cpus_more_threads_than_cpus "$L8" "$PROGS/cpuhop" 24 $((NCPU * 4)) stay &&
 	no_lost_stacks cpus_more_threads_than_cpus "$TMP/cpus_more_threads_than_cpus"
-# One thread, on one CPU from half-way: the poller of a CPU whose threads stopped faulting rests, off
-# the userfaultfd, and nothing is lost. With -S (a rate of recorded faults) no poller ever rests.
-if [ "$NCPU" -ge 2 ]; then
-	same_output cpus_poller_rests "$L8" "$PROGS/cpuhop" 64 1 midrun &&
-		no_lost_stacks cpus_poller_rests "$TMP/cpus_poller_rests" &&
-		expect_stat cpus_poller_rests_counted "$TMP/cpus_poller_rests" pollers_rests -ge 1
-	same_output cpus_sampled_no_rest "$L8 -S 1000" "$PROGS/cpuhop" 64 1 midrun &&
-		expect_stat cpus_sampled_no_rest_counted "$TMP/cpus_sampled_no_rest" pollers_rests -eq 0
-else
-	skip cpus_poller_rests "needs 2 CPUs"
-	skip cpus_sampled_no_rest "needs 2 CPUs"
-fi
 GLIBC_TUNABLES=glibc.pthread.rseq=0 same_output cpus_rseq_off "$L8" "$PROGS/cpuhop" 24 2 hop &&
 	no_lost_stacks cpus_rseq_off "$TMP/cpus_rseq_off"
 
