@@ -233,6 +233,7 @@ unsigned evict_out(uintptr_t *v, unsigned n, bool probation)
 		}
 		i = j;
 	}
+	farmem_drops_flush(); /* the round's pages the backend took leave local memory together */
 	atomic_fetch_add(&rt.stats.evict_ops, 1);
 	if (!probation)
 		atomic_fetch_add(&rt.stats.evict_pages, done);

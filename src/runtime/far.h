@@ -67,6 +67,7 @@ int farmem_alloc_run(uint32_t n, uint32_t *first); /* n contiguous fresh slots *
 void farmem_free(uint32_t slot);                   /* released lazily, in batches */
 void *farmem_addr(uint32_t slot);
 void farmem_drop_local(uint32_t first, unsigned n); /* their pages are kept by the backend (far.c) */
+void farmem_drops_flush(void); /* the dropped runs leave local memory, in one system call */
 int farmem_register(int fd);
 
 #endif

@@ -1,9 +1,10 @@
 /* The far-memory store: one reserved, initially empty mapping that receives evicted pages.
- * It grows only as pages are evicted; freed slots are emptied in batches (one madvise per run). */
+ * It grows only as pages are evicted; freed slots are emptied in batches (one system call each). */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "far.h"
@@ -19,6 +20,8 @@ static struct {
 	uint32_t pending[FREE_BATCH]; /* released slots still holding a page */
 	unsigned npending;
 	uint64_t used;         /* slots holding a page (pending ones included) */
+	struct iovec drops[RT_ZAP_MAX]; /* runs the backend holds now, still here (farmem_drop_local) */
+	unsigned ndrops;
 } far;
 
 int farmem_init(uint64_t slots)
@@ -52,28 +55,46 @@ void *farmem_addr(uint32_t slot)
 	return far.base + ((uint64_t)slot << rt.page_shift);
 }
 
-/* The slots' pages live on in the backend: their memory here goes now (the slots stay taken). */
+/* The slots' pages live on in the backend: their memory here goes with the round's other runs,
+ * behind one TLB flush (farmem_drops_flush; the slots stay taken). */
 void farmem_drop_local(uint32_t first, unsigned n)
 {
-	syscall(SYS_madvise, farmem_addr(first), (size_t)n << rt.page_shift, MADV_DONTNEED);
+	struct iovec *last = far.ndrops ? &far.drops[far.ndrops - 1] : NULL;
+	if (last && (char *)last->iov_base + last->iov_len == (char *)farmem_addr(first)) {
+		last->iov_len += (size_t)n << rt.page_shift;
+		return;
+	}
+	if (far.ndrops == RT_ZAP_MAX)
+		farmem_drops_flush();
+	far.drops[far.ndrops++] = (struct iovec){ farmem_addr(first), (size_t)n << rt.page_shift };
 }
 
-/* Empties the pending slots, one madvise per contiguous run. */
+void farmem_drops_flush(void)
+{
+	rt_zap_ranges(far.drops, far.ndrops);
+	far.ndrops = 0;
+}
+
+/* Empties the pending slots: their runs in one process_madvise, behind one TLB flush. */
 static void farmem_flush_pending(void)
 {
+	/* First the dropped runs: a slot freed here is reused once emptied, and a drop still queued
+	 * would then empty its new page. */
+	farmem_drops_flush();
 	if (!far.npending)
 		return;
 	rt_sort_u32(far.pending, far.npending);
-	unsigned i = 0;
+	struct iovec runs[FREE_BATCH];
+	unsigned nruns = 0, i = 0;
 	while (i < far.npending) {
 		unsigned j = i + 1;
 		while (j < far.npending && far.pending[j] == far.pending[j - 1] + 1)
 			j++;
-		syscall(SYS_madvise, farmem_addr(far.pending[i]), (size_t)(j - i) << rt.page_shift,
-			MADV_DONTNEED);
+		runs[nruns++] = (struct iovec){ farmem_addr(far.pending[i]), (size_t)(j - i) << rt.page_shift };
 		far_slots_freed(far.pending[i], j - i);
 		i = j;
 	}
+	rt_zap_ranges(runs, nruns);
 	for (i = 0; i < far.npending; i++)
 		far.free_stack[far.nfree++] = far.pending[i];
 	far.used -= far.npending;

@@ -213,6 +213,9 @@ int rt_fd_program_stderr(bool *borrowed);  /* where a message goes, from any thr
 /* helpers (util.c) */
 uint64_t rt_now_ns(void);  /* CLOCK_REALTIME */
 uint64_t rt_mono_ns(void); /* CLOCK_MONOTONIC */
+#define RT_ZAP_MAX 1024 /* UIO_MAXIOV: ranges process_madvise takes in one call */
+struct iovec;
+void rt_zap_ranges(const struct iovec *v, unsigned n); /* MADV_DONTNEED, one TLB flush if it can */
 void *rt_map(size_t len);  /* untracked anonymous memory, MAP_NORESERVE, zeroed */
 void rt_unmap(void *p, size_t len);
 void rt_log(const char *msg);           /* one line to stderr, prefixed "fltrace: " */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +51,11 @@ void *rt_map(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
+}
+void rt_zap_ranges(const struct iovec *v, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		madvise(v[i].iov_base, v[i].iov_len, MADV_DONTNEED);
 }
 static int cmp_u32(const void *a, const void *b)
 {
