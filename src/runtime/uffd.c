@@ -7,21 +7,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fltrace/uffd_move.h"
 #include "rt.h"
 #include "uffd.h"
-
-/* Debian 12's kernel headers predate UFFDIO_MOVE (Linux 6.8); its ABI is fixed, so spell it here. */
-#ifndef UFFDIO_MOVE
-#define _UFFDIO_MOVE (0x05)
-struct uffdio_move {
-	__u64 dst, src, len, mode;
-	__s64 move;
-};
-#define UFFDIO_MOVE _IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
-#endif
-#ifndef UFFD_FEATURE_MOVE
-#define UFFD_FEATURE_MOVE (1 << 16)
-#endif
 
 /* Every ioctl on our fds: a program thread (mmap and mremap wrappers) borrows the fd from the
  * private table for the call. Returns the ioctl's result, errno set. */

@@ -74,7 +74,7 @@ say() { printf '%s\n' "$*" >&2; }
 
 build() {
 	local cc=${CC:-cc} flags=(-std=gnu11 -O2 -g -fno-omit-frame-pointer -Wall -Wextra -Werror
-		-D_GNU_SOURCE -pthread)
+		-D_GNU_SOURCE -pthread -I"$ROOT/inc")
 	if [ ! -x "$FLTRACE" ] || [ ! -f "$B/lib/fltrace/libfltrace.so" ] || [ ! -x "$B/progs/fillscan" ]; then
 		say "bench: $FLTRACE, its preload library or $B/progs is missing; run 'make' first"
 		exit 1
@@ -504,7 +504,9 @@ fi
 FLOOR_H=$(awk -F, '$2 == "handler-same-core" { print $3 }' "$TMP/floor")
 for wl in "${WORKLOADS[@]}"; do summarize "$wl"; done
 while IFS=, read -r _ name m lo_ hi_; do
-	ROWS+=("floor,$name,,$FLOOR_REPS,,,,,,,,$m,,,,,,,,\"µs per fault, min-max $lo_-$hi_\"")
+	unit="µs per fault"
+	case $name in evict-* | slot-*) unit="µs per page" ;; esac
+	ROWS+=("floor,$name,,$FLOOR_REPS,,,,,,,,$m,,,,,,,,\"$unit, min-max $lo_-$hi_\"")
 done < "$TMP/floor"
 while IFS=, read -r _ name kase m lo_ hi_; do
 	ROWS+=("designs,$name $kase,,$FLOOR_REPS,,,,,,,,$m,,,,,,,,\"µs per page all in, min-max $lo_-$hi_\"")

@@ -1,5 +1,7 @@
 /* Bench: the per-fault floor on this machine, the raw cost of resolving a first-touch fault through
- * userfaultfd in each way a tracer can (handler thread, + signal and unwind, SIGBUS in-thread).
+ * userfaultfd in each way a tracer can (handler thread, + signal and unwind, SIGBUS in-thread), and
+ * the per-page floor of eviction's two kernel calls (taking a page out with UFFDIO_MOVE, emptying
+ * a far slot), alone and with another thread of the process running on another CPU.
  * Usage: uffd_floor [pages=8192] [reps=5]; prints "floor,<mode>,<median_us>,<min_us>,<max_us>". */
 #define UNW_LOCAL_ONLY
 #include <errno.h>
@@ -9,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +19,14 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fltrace/uffd_move.h"
+
 #define PAGE 4096ul
+#define PIDFD_SELF_THREAD_GROUP (-10001) /* Linux 6.15; Debian 12's headers predate it */
 #define MAX_REPS 64
 #define DEPTH 64
 
@@ -29,12 +36,18 @@ enum mode {
 	MODE_SIGNAL,  /* handler thread: read -> UFFDIO_COPY DONTWAKE -> signal; the faulting
 	                 thread unwinds in its handler and retries the access */
 	MODE_SIGBUS,  /* UFFD_FEATURE_SIGBUS: the faulting thread unwinds and copies in its handler */
+	/* Eviction, per page (µs per page, not per fault), on every other page of an area as the
+	 * policy's victims are (scattered), unless said: */
+	MODE_MOVE_PAGE, /* one UFFDIO_MOVE per page */
+	MODE_MOVE_RUN,  /* one UFFDIO_MOVE per run of 64 contiguous pages */
+	MODE_ZAP_PAGE,  /* one madvise(MADV_DONTNEED) per page */
+	MODE_ZAP_VEC,   /* one process_madvise of up to 1024 pages */
 };
 
 struct floor_case {
 	const char *name;
 	enum mode mode;
-	int app_cpu, handler_cpu; /* -1: not pinned */
+	int app_cpu, handler_cpu; /* -1: not pinned; eviction: handler_cpu runs a busy thread */
 	int threads;              /* faulting threads (SIGBUS mode) */
 };
 
@@ -72,6 +85,15 @@ static void pin(int cpu)
 		errno = EINVAL;
 		die("pthread_setaffinity_np");
 	}
+}
+
+static void unpin(void)
+{
+	cpu_set_t all;
+	CPU_ZERO(&all);
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		CPU_SET(i, &all);
+	sched_setaffinity(0, sizeof(all), &all);
 }
 
 static int uffd_open(uint64_t features)
@@ -192,13 +214,82 @@ static double floor_once(const struct floor_case *c)
 	if (c->mode != MODE_NATIVE)
 		close(fl.uffd);
 	munmap(fl.area, len);
-	cpu_set_t all;
-	CPU_ZERO(&all);
-	for (int i = 0; i < CPU_SETSIZE; i++)
-		CPU_SET(i, &all);
-	sched_setaffinity(0, sizeof(all), &all);
+	unpin();
 	size_t faults = c->threads > 1 ? fl.pages / (size_t)c->threads * (size_t)c->threads : fl.pages;
 	return (t1 - t0) / (double)faults;
+}
+
+static volatile int busy_stop;
+
+/* Another thread of the process on another CPU, running: every TLB flush of the process must
+ * then reach that CPU too, as when the program or a poller runs there. */
+static void *busy_main(void *p)
+{
+	pin(*(int *)p);
+	while (!busy_stop)
+		__builtin_ia32_pause();
+	return NULL;
+}
+
+static void evict_pages(enum mode mode, char *from, char *to, size_t n, size_t stride)
+{
+	int fd = fl.uffd;
+	if (mode == MODE_MOVE_PAGE || mode == MODE_MOVE_RUN) {
+		size_t run = mode == MODE_MOVE_RUN ? 64 : 1;
+		for (size_t i = 0; i < n; i += run) {
+			struct uffdio_move m = { .dst = (uintptr_t)(to + i * PAGE),
+						 .src = (uintptr_t)(from + i * stride * PAGE), .len = run * PAGE };
+			if (ioctl(fd, UFFDIO_MOVE, &m) < 0)
+				die("UFFDIO_MOVE (Linux 6.8)");
+		}
+	} else if (mode == MODE_ZAP_PAGE) {
+		for (size_t i = 0; i < n; i++)
+			madvise(from + i * stride * PAGE, PAGE, MADV_DONTNEED);
+	} else {
+		struct iovec v[1024];
+		for (size_t i = 0; i < n; i += 1024) {
+			size_t k = n - i < 1024 ? n - i : 1024;
+			for (size_t j = 0; j < k; j++)
+				v[j] = (struct iovec){ from + (i + j) * stride * PAGE, PAGE };
+			if (syscall(SYS_process_madvise, PIDFD_SELF_THREAD_GROUP, v, k, MADV_DONTNEED, 0) < 0)
+				die("process_madvise on this process (Linux 6.13)");
+		}
+	}
+}
+
+/* One repetition of an eviction row: µs per page taken out. */
+static double evict_once(const struct floor_case *c)
+{
+	size_t n = fl.pages, stride = c->mode == MODE_MOVE_RUN ? 1 : 2, len = n * stride * PAGE;
+	char *from = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *to = mmap(NULL, n * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (from == MAP_FAILED || to == MAP_FAILED)
+		die("mmap");
+	fl.uffd = uffd_open(UFFD_FEATURE_MOVE);
+	struct uffdio_register reg = { .range = { .start = (uintptr_t)to, .len = n * PAGE },
+				       .mode = UFFDIO_REGISTER_MODE_MISSING };
+	if (ioctl(fl.uffd, UFFDIO_REGISTER, &reg) < 0)
+		die("UFFDIO_REGISTER");
+	pin(c->app_cpu);
+	for (size_t i = 0; i < n; i++)
+		from[i * stride * PAGE] = 1;
+	pthread_t busy;
+	busy_stop = 0;
+	int busy_cpu = c->handler_cpu;
+	if (busy_cpu >= 0 && pthread_create(&busy, NULL, busy_main, &busy_cpu) != 0)
+		die("pthread_create");
+	usleep(1000);
+	double t0 = now_us();
+	evict_pages(c->mode, from, to, n, stride);
+	double t1 = now_us();
+	busy_stop = 1;
+	if (busy_cpu >= 0)
+		pthread_join(busy, NULL);
+	close(fl.uffd);
+	munmap(from, len);
+	munmap(to, n * PAGE);
+	unpin();
+	return (t1 - t0) / (double)n;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -231,11 +322,22 @@ int main(int argc, char **argv)
 		{ "signal+unwind-cross-core", MODE_SIGNAL, 0, other, 1 },
 		{ "sigbus+unwind-1-thread", MODE_SIGBUS, 0, -1, 1 },
 		{ "sigbus+unwind-2-threads", MODE_SIGBUS, -1, -1, 2 },
+		{ "evict-move-page", MODE_MOVE_PAGE, 0, -1, 1 },
+		{ "evict-move-page-busy-cpu", MODE_MOVE_PAGE, 0, other, 1 },
+		{ "evict-move-run64", MODE_MOVE_RUN, 0, -1, 1 },
+		{ "evict-move-run64-busy-cpu", MODE_MOVE_RUN, 0, other, 1 },
+		{ "slot-zap-page", MODE_ZAP_PAGE, 0, -1, 1 },
+		{ "slot-zap-page-busy-cpu", MODE_ZAP_PAGE, 0, other, 1 },
+		{ "slot-zap-vector", MODE_ZAP_VEC, 0, -1, 1 },
+		{ "slot-zap-vector-busy-cpu", MODE_ZAP_VEC, 0, other, 1 },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		double us[MAX_REPS];
+		bool evict = cases[i].mode >= MODE_MOVE_PAGE;
+		if (evict && other == 0 && cases[i].handler_cpu >= 0)
+			continue; /* one CPU: no other CPU to be busy */
 		for (int r = 0; r < reps; r++)
-			us[r] = floor_once(&cases[i]);
+			us[r] = evict ? evict_once(&cases[i]) : floor_once(&cases[i]);
 		qsort(us, (size_t)reps, sizeof(us[0]), cmp_double);
 		double med = reps % 2 ? us[reps / 2] : (us[reps / 2 - 1] + us[reps / 2]) / 2;
 		printf("floor,%s,%.2f,%.2f,%.2f\n", cases[i].name, med, us[0], us[reps - 1]);
