@@ -68,6 +68,18 @@ static int refuse(struct rtconfig_error *err, const struct setting *s, const cha
 	return -1;
 }
 
+/* A value that is none of a setting's plug-ins: the error lists them. */
+static int refuse_choice(struct rtconfig_error *err, const struct setting *s, const char *v, const char *why,
+			 const char *choices)
+{
+	char todo[128];
+	struct fmt f;
+	fmt_init(&f, todo, sizeof(todo));
+	fmt_str(&f, "give one of ");
+	fmt_str(&f, choices);
+	return refuse(err, s, v, why, todo);
+}
+
 static int parse_words(const struct setting *s, const char *v, unsigned *out, struct rtconfig_error *err)
 {
 	for (unsigned i = 0; s->words[i]; i++)
@@ -107,28 +119,20 @@ static int parse_one(const struct setting *s, const char *v, struct rtconfig *c,
 			c->poll = (enum rtconfig_poll)w;
 		return 0;
 	case K_POLICY: {
+		char list[96];
 		int id = fltrace_policy_find(v ? v : FLTRACE_POLICY_DEFAULT);
-		if (id < 0) {
-			char todo[128], list[96];
-			struct fmt f;
-			fmt_init(&f, todo, sizeof(todo));
-			fmt_str(&f, "give one of ");
-			fmt_str(&f, fltrace_policy_list(list, sizeof(list)));
-			return refuse(err, s, v, "is not an eviction policy", todo);
-		}
+		if (id < 0)
+			return refuse_choice(err, s, v, "is not an eviction policy",
+					     fltrace_policy_list(list, sizeof(list)));
 		c->policy = id;
 		return 0;
 	}
 	case K_PREFETCH: {
+		char list[96];
 		int id = fltrace_prefetch_find(v ? v : FLTRACE_PREFETCH_DEFAULT);
-		if (id < 0) {
-			char todo[128], list[96];
-			struct fmt f;
-			fmt_init(&f, todo, sizeof(todo));
-			fmt_str(&f, "give one of ");
-			fmt_str(&f, fltrace_prefetch_list(list, sizeof(list)));
-			return refuse(err, s, v, "is not a prefetcher", todo);
-		}
+		if (id < 0)
+			return refuse_choice(err, s, v, "is not a prefetcher",
+					     fltrace_prefetch_list(list, sizeof(list)));
 		c->prefetch = id;
 		return 0;
 	}
