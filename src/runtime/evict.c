@@ -233,7 +233,6 @@ unsigned evict_out(uintptr_t *v, unsigned n, bool probation)
 		}
 		i = j;
 	}
-	farmem_drops_flush(); /* the round's pages the backend took leave local memory together */
 	atomic_fetch_add(&rt.stats.evict_ops, 1);
 	if (!probation)
 		atomic_fetch_add(&rt.stats.evict_pages, done);
@@ -285,6 +284,10 @@ int evict_make_room(unsigned need)
 		if (ev.far_full)
 			break;
 	}
+	/* The rounds' scattered pages go to the medium in one request, and their staging copies (with
+	 * the runs' the backend took) leave local memory behind one TLB flush. */
+	far_out_flush();
+	farmem_drops_flush();
 	if (ev.far_full && pagestate_resident() + need > ev.cap_pages)
 		return -ENOSPC;
 	ev.far_full = false;

@@ -19,6 +19,8 @@ const struct far_backend *far_backend_of(unsigned id)
 static struct {
 	const struct far_backend *b;
 	char *page; /* a page fetched from the medium on its way in (rt.lock held: one is enough) */
+	uint32_t out[FAR_OUT_MAX]; /* single pages evicted, for the medium's next request */
+	unsigned nout;
 } fa;
 
 static __attribute__((noreturn)) void far_die(const char *doing, int err, const char *todo)
@@ -55,18 +57,50 @@ int far_init(void)
 	return 0;
 }
 
-void far_pages_out(uint32_t first, unsigned n)
+/* n pages the backend takes now: scattered slots (`slots`), or the run from `first`. */
+static void far_put_now(const uint32_t *slots, uint32_t first, unsigned n)
 {
-	if (!fa.b->put || !n)
-		return;
 	uint64_t t0 = rt_mono_ns();
-	int err = fa.b->put(first, farmem_addr(first), n);
+	int err = 0;
+	if (!slots)
+		err = fa.b->put(first, farmem_addr(first), n);
+	else if (fa.b->put_slots)
+		err = fa.b->put_slots(slots, n);
+	else
+		for (unsigned i = 0; i < n && !err; i++)
+			err = fa.b->put(slots[i], farmem_addr(slots[i]), 1);
 	rt_time_add(&rt.stats.time.far_put, t0);
 	if (err < 0)
 		far_die("cannot write an evicted page to", err, "free space on that file system, or run with "
 			"a larger -L or --far mem");
-	farmem_drop_local(first, n);
+	if (slots)
+		for (unsigned i = 0; i < n; i++)
+			farmem_drop_local(slots[i], 1); /* merged into runs where contiguous */
+	else
+		farmem_drop_local(first, n);
 	atomic_fetch_add_explicit(&rt.stats.far_puts, n, memory_order_relaxed);
+}
+
+void far_out_flush(void)
+{
+	if (!fa.nout)
+		return;
+	unsigned n = fa.nout;
+	fa.nout = 0; /* first: a backend that stops the run reads nothing twice */
+	far_put_now(fa.out, 0, n);
+}
+
+void far_pages_out(uint32_t first, unsigned n)
+{
+	if (!fa.b->put || !n)
+		return;
+	if (n > 1) {
+		far_put_now(NULL, first, n);
+		return;
+	}
+	fa.out[fa.nout++] = first;
+	if (fa.nout == FAR_OUT_MAX)
+		far_out_flush();
 }
 
 void far_slots_freed(uint32_t first, unsigned n)
@@ -98,6 +132,7 @@ static const void *far_page_read(uint32_t slot)
 	atomic_fetch_add_explicit(&rt.stats.far_gets, 1, memory_order_relaxed);
 	if (!fa.b->get)
 		return NULL;
+	far_out_flush(); /* the page may be one still queued */
 	uint64_t t0 = rt_mono_ns();
 	int err = fa.b->get(slot, fa.page, 1);
 	rt_time_add(&rt.stats.time.far_get, t0);
@@ -127,6 +162,7 @@ void far_keys(uint64_t *ns, uint64_t *slots)
 
 void far_fork_prepare(void)
 {
+	far_out_flush(); /* the child's copy is made from the medium */
 	int err = fa.b && fa.b->fork_prepare ? fa.b->fork_prepare() : 0;
 	if (err < 0)
 		far_die("cannot copy far memory for a fork child in", err, "free space on that file system, or "

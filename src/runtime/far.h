@@ -17,6 +17,9 @@ struct far_backend {
 	int (*init)(const char *arg); /* arg: what followed "<name>:" (NULL if nothing) */
 	/* Keeps the n pages at `pages` (staging slots first .. first + n - 1) at those slots. */
 	int (*put)(uint32_t first, const void *pages, unsigned n);
+	/* Optional: keeps the n pages of the scattered staging slots slots[0..n-1] (n <= FAR_OUT_MAX)
+	 * at those slots, in one request where the medium allows; without it, put one by one. */
+	int (*put_slots)(const uint32_t *slots, unsigned n);
 	/* Copies the n pages kept at slots first .. first + n - 1 into `pages`. */
 	int (*get)(uint32_t first, void *pages, unsigned n);
 	/* Slots first .. first + n - 1 hold nothing any more (their space may go back). Optional. */
@@ -39,8 +42,12 @@ const struct far_backend *far_backend_of(unsigned id); /* a row of backends.h; N
 
 int far_init(void); /* the backend of rt.cfg; stops the run with a message on failure */
 /* The pages in slots first .. first + n - 1 left local memory for good (PAGE_EVICTED): the backend
- * keeps them. A failed write stops the run before anything is lost (the staging copies remain). */
+ * keeps them. A failed write stops the run before anything is lost (the staging copies remain).
+ * Single pages (an eviction round's scattered victims) wait in a queue of FAR_OUT_MAX for one
+ * request: far_out_flush, at the round's end and before anything reads, frees or copies slots. */
+#define FAR_OUT_MAX 64
 void far_pages_out(uint32_t first, unsigned n);
+void far_out_flush(void);
 static inline void far_page_out(uint32_t slot)
 {
 	far_pages_out(slot, 1);

@@ -25,6 +25,7 @@
 #define MCF_KEY_MAX 48
 #define MCF_REQ_MAX (MC_HDR + 8 + MCF_KEY_MAX + MCF_ITEM)
 #define MCF_BATCH 64      /* pages per pipelined request (evict.c moves runs of at most 64) */
+_Static_assert(FAR_OUT_MAX <= MCF_BATCH, "an eviction round's queue fits one request");
 #define MCF_POINTS 160    /* points per server on the hash ring */
 /* A server that does not answer within --far-timeout (2 s by default) is given up: kill -STOP. */
 #define MCF_IO_MS (rt.cfg.far_timeout_ms ? rt.cfg.far_timeout_ms : FLTRACE_DEFAULT_FAR_TIMEOUT_MS)
@@ -463,30 +464,55 @@ static int put_batch(const uint32_t *slots, const unsigned char *pages, const ui
 	return -EIO;
 }
 
+/* k <= MCF_BATCH pages (page i, at `pages`, for slots[i]) written with fresh versions. */
+static int put_pages(const uint32_t *slots, const void *pages, unsigned k)
+{
+	uint64_t vers[MCF_BATCH] = { 0 };
+	for (unsigned i = 0; i < k; i++)
+		vers[i] = ++mcf.next_ver;
+	int err = put_batch(slots, pages, vers, k, &mcf.ns, mcf.where);
+	if (err)
+		return err;
+	for (unsigned i = 0; i < k; i++) {
+		mcf.ver[slots[i]] = vers[i];
+		if (slots[i] + 1 > mcf.hi)
+			mcf.hi = slots[i] + 1;
+	}
+	if (mcf.hi > atomic_load(&mcf.bound))
+		atomic_store(&mcf.bound, mcf.hi + MCF_BOUND_MARGIN < mcf.nslots ? mcf.hi + MCF_BOUND_MARGIN : mcf.nslots);
+	return 0;
+}
+
 static int mcf_put(uint32_t first, const void *pages, unsigned n)
 {
 	uint32_t slots[MCF_BATCH];
-	uint64_t vers[MCF_BATCH];
 	while (n) {
 		unsigned k = n < MCF_BATCH ? n : MCF_BATCH;
-		for (unsigned i = 0; i < k; i++) {
+		for (unsigned i = 0; i < k; i++)
 			slots[i] = first + i;
-			vers[i] = ++mcf.next_ver;
-		}
-		int err = put_batch(slots, pages, vers, k, &mcf.ns, mcf.where);
+		int err = put_pages(slots, pages, k);
 		if (err)
 			return err;
-		for (unsigned i = 0; i < k; i++)
-			mcf.ver[first + i] = vers[i];
-		if (first + k > mcf.hi)
-			mcf.hi = first + k;
-		if (mcf.hi > atomic_load(&mcf.bound))
-			atomic_store(&mcf.bound, mcf.hi + MCF_BOUND_MARGIN < mcf.nslots ? mcf.hi + MCF_BOUND_MARGIN : mcf.nslots);
 		first += k;
 		pages = (const char *)pages + (size_t)k * MCF_PAGE;
 		n -= k;
 	}
 	return 0;
+}
+
+/* An eviction round's scattered pages in one request: gathered into mcf.plain from their staging
+ * slots by one process_vm_readv (put_source says why), or copied where that is refused. */
+static int mcf_put_slots(const uint32_t *slots, unsigned n)
+{
+	struct iovec from[MCF_BATCH];
+	struct iovec to = { mcf.plain, (size_t)n * MCF_PAGE };
+	for (unsigned i = 0; i < n; i++)
+		from[i] = (struct iovec){ farmem_addr(slots[i]), MCF_PAGE };
+	long got = syscall(SYS_process_vm_readv, (int)syscall(SYS_getpid), &to, 1, from, n, 0);
+	if (got != (long)to.iov_len)
+		for (unsigned i = 0; i < n; i++)
+			memcpy(mcf.plain + (size_t)i * MCF_PAGE, farmem_addr(slots[i]), MCF_PAGE);
+	return put_pages(slots, mcf.plain, n);
 }
 
 /* ---- reading pages ---- */
@@ -591,7 +617,7 @@ static void mcf_free(uint32_t first, unsigned n)
 static int fork_copy(void)
 {
 	uint32_t slots[MCF_BATCH];
-	uint64_t vers[MCF_BATCH];
+	uint64_t vers[MCF_BATCH] = { 0 };
 	unsigned k = 0;
 	ns_make(&mcf.child); /* a namespace and a key of the child's own */
 	for (uint64_t slot = 0; slot <= mcf.hi; slot++) {
@@ -629,7 +655,7 @@ static void mcf_fork_child(void)
 
 /* ---- every call on a thread of the private fd table, one at a time ---- */
 
-enum mcf_op { OP_PUT, OP_GET, OP_FORK };
+enum mcf_op { OP_PUT, OP_PUT_SLOTS, OP_GET, OP_FORK };
 struct mcf_call {
 	enum mcf_op op;
 	uint32_t first;
@@ -643,8 +669,9 @@ static int mcf_run(void *arg)
 	struct mcf_call *c = arg;
 	lock_order_take(LOCK_FAR_NET);
 	pthread_mutex_lock(&mcf.lock);
-	int err = c->op == OP_PUT ? mcf_put(c->first, c->in, c->n) : c->op == OP_GET ? mcf_get(c->first, c->out, c->n) :
-		fork_copy();
+	int err = c->op == OP_PUT ? mcf_put(c->first, c->in, c->n) :
+		  c->op == OP_PUT_SLOTS ? mcf_put_slots(c->in, c->n) :
+		  c->op == OP_GET ? mcf_get(c->first, c->out, c->n) : fork_copy();
 	pthread_mutex_unlock(&mcf.lock);
 	lock_order_drop(LOCK_FAR_NET);
 	return err;
@@ -661,6 +688,11 @@ static int mcf_call(enum mcf_op op, uint32_t first, const void *in, void *out, u
 static int put_call(uint32_t first, const void *pages, unsigned n)
 {
 	return mcf_call(OP_PUT, first, pages, NULL, n);
+}
+
+static int put_slots_call(const uint32_t *slots, unsigned n)
+{
+	return mcf_call(OP_PUT_SLOTS, 0, slots, NULL, n);
 }
 
 static int get_call(uint32_t first, void *pages, unsigned n)
@@ -775,6 +807,7 @@ static int mcf_failure(int err, const char **why, const char **todo)
 const struct far_backend far_memcached = {
 	.init = mcf_init,
 	.put = put_call,
+	.put_slots = put_slots_call,
 	.get = get_call,
 	.free = mcf_free,
 	.fork_prepare = fork_call,

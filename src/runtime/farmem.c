@@ -78,8 +78,9 @@ void farmem_drops_flush(void)
 /* Empties the pending slots: their runs in one process_madvise, behind one TLB flush. */
 static void farmem_flush_pending(void)
 {
-	/* First the dropped runs: a slot freed here is reused once emptied, and a drop still queued
-	 * would then empty its new page. */
+	/* First the pages still queued for the medium, then the dropped runs: a slot freed here is
+	 * reused once emptied, and a write or a drop of it still queued would then take its new page. */
+	far_out_flush();
 	farmem_drops_flush();
 	if (!far.npending)
 		return;
