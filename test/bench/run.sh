@@ -527,6 +527,8 @@ mkdir -p "$RESULTS"
 # A subset (BENCH_ONLY) is written beside the full table, never over it.
 LATEST=latest
 [ -n "${BENCH_ONLY:-}" ] && LATEST=only-$(IFS=-; echo "${SELECTED[*]}")
+# Runs with extra record options are tables of their own: "--prefetch readahead" -> "-prefetch-readahead"
+[ -n "${BENCH_RECORD_OPTS:-}" ] && LATEST=$LATEST$(tr -cs 'A-Za-z0-9' - <<< " ${BENCH_RECORD_OPTS}" | sed 's/-*$//')
 { echo "$HEADER"; printf '%s\n' "${ROWS[@]}"; } > "$RESULTS/$LATEST.csv"
 [ -z "${BENCH_ONLY:-}" ] && cp "$RESULTS/latest.csv" "$RESULTS/$DATE.csv"
 { echo "workload mode run time_s rss_kb faults zero refetch trace_bytes nostack hwm status outsum L_MB soft cpu_s"
@@ -534,7 +536,7 @@ LATEST=latest
 
 echo
 echo "fltrace bench, $DATE, $(nproc) CPUs, Linux $(uname -r); median of $RUNS runs (quick=$QUICK); \
-$(( $(date +%s) - START )) s in all"
+$(( $(date +%s) - START )) s in all${BENCH_RECORD_OPTS:+; record options: $BENCH_RECORD_OPTS}"
 print_table
 print_policy_pairs
 print_breakdown
