@@ -123,11 +123,12 @@ RT_DEFINE_SORT(rt_sort_u32, uint32_t)
 #define PIDFD_SELF_THREAD_GROUP (-10001) /* Linux 6.15; Debian 12's headers predate it */
 #endif
 
-/* Empties n page ranges of this process (MADV_DONTNEED). Each madvise costs its own TLB flush, a
- * wait on an interrupt to every other CPU where a thread of this process runs (5.7 us a page
- * alone, 44 us with a poller on the other vCPU, here); process_madvise on this very process
- * (Linux 6.13) empties them all behind one flush (0.24 and 0.66 us a page: bench/README.md). On a
- * kernel that refuses it, or for what it left, one madvise per range. */
+/* Empties n page ranges of this process (MADV_DONTNEED). Each madvise costs a TLB flush of its
+ * own, which waits for every other CPU where a thread of this process runs (through the hypervisor
+ * on these VMs): 6-8.5 us a page alone, 45-52 us with a thread busy on the other vCPU.
+ * process_madvise on this very process (Linux 6.13; PIDFD_SELF, 6.15) empties them all behind one
+ * flush: 0.7-1.1 us a page (uffd_floor's slot-zap rows). On a kernel that refuses it, or for what
+ * a call left, one madvise per range. */
 void rt_zap_ranges(const struct iovec *v, unsigned n)
 {
 	static _Atomic bool refused;
