@@ -143,15 +143,24 @@ static bool holds(const void *p, unsigned seed)
 
 #define SLOTS 300 /* farmem_init adds none: -M's pages are what the caller asks for */
 
+/* Pages in slots first .. first + n - 1 leave as an eviction's do: handed to the backend, which
+ * takes single pages at the eviction's end (far_out_flush), and their staging copies dropped. */
+static void evicted(uint32_t first, unsigned n)
+{
+	far_pages_out(first, n);
+	far_out_flush();
+	farmem_drops_flush();
+}
+
 /* Evicts `n` pages with contents seed .. seed + n - 1 into a fresh run of slots, as evict.c does: the
- * page lands in its staging slot, then far_pages_out hands the run to the backend. */
+ * page lands in its staging slot, then the backend takes the run. */
 static int evict_run(unsigned n, unsigned seed, uint32_t *first)
 {
 	if (farmem_alloc_run(n, first) < 0)
 		return -1;
 	for (unsigned i = 0; i < n; i++)
 		fill(farmem_addr(*first + i), seed + i);
-	far_pages_out(*first, n);
+	evicted(*first, n);
 	return 0;
 }
 
@@ -207,7 +216,7 @@ static void test_backend(unsigned id, const char *dir)
 	ok = farmem_alloc_run(1, &s) == 0 && s == first[1] + 3;
 	if (ok) {
 		fill(farmem_addr(s), 999);
-		far_pages_out(s, 1);
+		far_pages_out(s, 1); /* queued: the read below sends it first */
 		ok = holds(far_page_source(s), 999) && holds(far_page_source(first[1] + 2), 3);
 	}
 	check(ok, "freed_slot_reused", name, "a freed slot was not given again or did not round trip");
@@ -258,7 +267,7 @@ static void test_file(const char *dir)
 		farmem_free(200); /* room in the staging store, past what the file may hold */
 		if (farmem_alloc_run(1, &s) == 0) {
 			fill(farmem_addr(s), 4242);
-			far_pages_out(s + 0, 1);
+			evicted(s, 1);
 		}
 	} else {
 		stopped = true;
@@ -411,7 +420,7 @@ static void test_memcached(const char *list)
 	for (unsigned i = 0; i < 4096; i++)
 		page[i] = "fltrace-secret!!"[i % 16];
 	memcpy(farmem_addr(5), page, 4096);
-	far_pages_out(5, 1);
+	evicted(5, 1);
 	bool found = mc_find(v, nv, 5, &s1, k1);
 	long n = found ? mc_raw(&v[s1], MC_GET, k1, item, sizeof(item)) : -1;
 	check(n == 4136 && !memmem(item, (size_t)n, "fltrace-secret!!", 16) && !memmem(item, (size_t)n, "secret", 6),
@@ -428,7 +437,7 @@ static void test_memcached(const char *list)
 	/* Swapped with another slot's item (slots 6 and 7 on whatever servers): refused. */
 	fill(farmem_addr(6), 66);
 	fill(farmem_addr(7), 77);
-	far_pages_out(6, 2);
+	evicted(6, 2);
 	long n6 = mc_find(v, nv, 6, &s1, k1) ? mc_raw(&v[s1], MC_GET, k1, item, sizeof(item)) : -1;
 	long n7 = mc_find(v, nv, 7, &s2, k2) ? mc_raw(&v[s2], MC_GET, k2, old, sizeof(old)) : -1;
 	if (n6 > 0 && n7 > 0) {
@@ -440,10 +449,10 @@ static void test_memcached(const char *list)
 
 	/* Replayed: slot 8's first version put back after a second was written there. */
 	fill(farmem_addr(8), 81);
-	far_pages_out(8, 1);
+	evicted(8, 1);
 	long n8 = mc_find(v, nv, 8, &s1, k1) ? mc_raw(&v[s1], MC_GET, k1, old, sizeof(old)) : -1;
 	fill(farmem_addr(8), 82);
-	far_pages_out(8, 1);
+	evicted(8, 1);
 	{
 		bool ok = n8 > 0 && holds(far_page_source(8), 82);
 		mc_raw(&v[s1], MC_SET, k1, old, (size_t)n8);
@@ -452,7 +461,7 @@ static void test_memcached(const char *list)
 	}
 	/* Dropped by the server: the run stops, naming the server and the slot. */
 	fill(farmem_addr(9), 99);
-	far_pages_out(9, 1);
+	evicted(9, 1);
 	if (mc_find(v, nv, 9, &s1, k1))
 		mc_raw(&v[s1], MC_DELETE, k1, NULL, 0);
 	check(source_refused(9, &status) && status == FLTRACE_EXIT_FAR_LOST && strstr(died_msg, "does not have the "
@@ -463,7 +472,7 @@ static void test_memcached(const char *list)
 	 * far page, and a spoiled one would stop it.) */
 	b->free(5, 5);
 	fill(farmem_addr(10), 5);
-	far_pages_out(10, 1);
+	evicted(10, 1);
 	int err = b->fork_prepare();
 	pid_t pid = err ? -1 : fork();
 	if (pid == 0) {
@@ -472,7 +481,7 @@ static void test_memcached(const char *list)
 		_exit(b->get(10, back, 1) == 0 && holds(back, 5) ? 0 : 1);
 	}
 	fill(farmem_addr(10), 6);
-	far_pages_out(10, 1);
+	evicted(10, 1);
 	int ws = -1;
 	if (pid > 0)
 		waitpid(pid, &ws, 0);
