@@ -48,6 +48,11 @@ void fdtable_thread_enter(void)
 	tls_private = true;
 }
 
+bool rt_on_own_thread(void)
+{
+	return tls_private;
+}
+
 static void fd_mark(int fd, bool on)
 {
 	if (fd < 0 || fd >= RT_FDS_MAX)

@@ -209,6 +209,7 @@ int rt_fd_borrow(int fd, bool *borrowed);  /* usable by the calling thread until
 void rt_fd_unborrow(int b, bool borrowed);
 void rt_fd_borrow_many(const int *fds, int *out, unsigned n); /* copies in the caller's table */
 int rt_fd_program_stderr(bool *borrowed);  /* where a message goes, from any thread */
+bool rt_on_own_thread(void);              /* a thread of fltrace's (handlers, keeper, stats) */
 
 /* helpers (util.c) */
 uint64_t rt_now_ns(void);  /* CLOCK_REALTIME */

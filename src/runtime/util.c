@@ -123,13 +123,9 @@ RT_DEFINE_SORT(rt_sort_u32, uint32_t)
 #define PIDFD_SELF_THREAD_GROUP (-10001) /* Linux 6.15; Debian 12's headers predate it */
 #endif
 
-/* Empties n page ranges of this process (MADV_DONTNEED). Each madvise costs a TLB flush of its
- * own, which waits for every other CPU where a thread of this process runs (through the hypervisor
- * on these VMs): 6-8.5 us a page alone, 45-52 us with a thread busy on the other vCPU.
- * process_madvise on this very process (Linux 6.13; PIDFD_SELF, 6.15) empties them all behind one
- * flush: 0.7-1.1 us a page (uffd_floor's slot-zap rows). On a kernel that refuses it, or for what
- * a call left, one madvise per range. */
-void rt_zap_ranges(const struct iovec *v, unsigned n)
+/* The ranges process_madvise emptied, from the first: all n, or fewer where a call was refused
+ * (an older kernel: not tried again) or stopped part-way. */
+static unsigned zap_vectored(const struct iovec *v, unsigned n)
 {
 	static _Atomic bool refused;
 	unsigned done = 0;
@@ -140,11 +136,24 @@ void rt_zap_ranges(const struct iovec *v, unsigned n)
 			want += v[done + i].iov_len;
 		long r = syscall(SYS_process_madvise, PIDFD_SELF_THREAD_GROUP, v + done, (size_t)k, MADV_DONTNEED, 0);
 		if (r < 0 && (errno == ENOSYS || errno == EINVAL || errno == EBADF || errno == EPERM))
-			atomic_store_explicit(&refused, true, memory_order_relaxed); /* an older kernel */
-		if ((size_t)r != want) /* or it stopped part-way: this call's ranges one by one */
+			atomic_store_explicit(&refused, true, memory_order_relaxed);
+		if ((size_t)r != want)
 			break;
 		done += k;
 	}
+	return done;
+}
+
+/* Empties n page ranges of this process (MADV_DONTNEED). Each madvise costs a TLB flush of its
+ * own, which waits for every other CPU where a thread of this process runs (through the hypervisor
+ * on these VMs): 6-8.5 us a page alone, 45-52 us with a thread busy on the other vCPU.
+ * process_madvise on this very process (Linux 6.13; PIDFD_SELF, 6.15) empties them all behind one
+ * flush: 0.7-1.1 us a page (uffd_floor's slot-zap rows). On a kernel that refuses it, or for what
+ * a call left, one madvise per range; and always on a program thread (an eviction at a fork), which
+ * a seccomp filter of the program's may confine to the calls it expects. */
+void rt_zap_ranges(const struct iovec *v, unsigned n)
+{
+	unsigned done = rt_on_own_thread() ? zap_vectored(v, n) : 0;
 	for (; done < n; done++)
 		syscall(SYS_madvise, v[done].iov_base, v[done].iov_len, MADV_DONTNEED);
 }
