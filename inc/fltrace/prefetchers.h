@@ -9,9 +9,9 @@
 /* X(name, what it does and what it costs): rows keep their place. */
 #define FLTRACE_PREFETCHERS(X)                                                                     \
 	X(none, "no prefetching (the default): costs nothing")                                      \
-	X(readahead, "Linux swap readahead: after a re-fetch, the next pages of its region; the "   \
-		     "window doubles (up to 32 pages) while re-fetches are sequential or its pages "   \
-		     "were used, and halves when not")                                                 \
+	X(readahead, "Linux swap readahead, per mapping: after a re-fetch, the pages beside it in "  \
+		     "the direction of the mapping's accesses; the window doubles (up to 32 pages) "   \
+		     "while they are sequential or its pages were used, and halves when not")          \
 	X(stride, "per-thread stride detector: after the same page stride twice in a row, the next " \
 		  "8 pages along it")                                                                   \
 	X(leap, "Leap (ATC 2020): the majority page delta of the last 32 accesses, found in a "     \

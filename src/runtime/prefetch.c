@@ -92,7 +92,11 @@ static bool prefetch_stage(uintptr_t addr, uint32_t *pg)
 void prefetch_after(uintptr_t addr, int tid, bool hit)
 {
 	uint64_t want[PREFETCH_MAX];
-	struct prefetch_access a = { .page = addr >> rt.page_shift, .tid = tid, .hit = hit };
+	const struct region *r = region_of(addr);
+	if (!r)
+		return;
+	struct prefetch_access a = { .page = addr >> rt.page_shift, .first = r->start >> rt.page_shift,
+				     .end = r->end >> rt.page_shift, .tid = tid, .hit = hit };
 	unsigned n = pf.most ? pf.ops->predict(&a, want, pf.most) : 0;
 	uint64_t t0 = rt_mono_ns();
 	for (unsigned i = 0; i < n; i++) {

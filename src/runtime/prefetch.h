@@ -15,8 +15,9 @@
 /* An access that reached the fault path on a page far memory held: a re-fetch (`hit` false), or
  * the first touch of a page a prefetcher had brought in (`hit` true: the far read was hidden). */
 struct prefetch_access {
-	uint64_t page; /* page number: address >> page shift */
-	int tid;       /* the thread that touched it */
+	uint64_t page;        /* page number: address >> page shift */
+	uint64_t first, end;  /* the pages [first, end) of the tracked mapping it lies in */
+	int tid;              /* the thread that touched it */
 	bool hit;
 };
 
