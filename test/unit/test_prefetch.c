@@ -35,6 +35,32 @@ static struct {
 	unsigned long long misses, hits, staged;
 } sim;
 
+/* One access by thread `tid` to `page` of the mapping [first, end): a miss or a hit (counted in
+ * sim), then the far pages the prefetcher names staged. A resident page is no access (no fault,
+ * nothing for the prefetcher to see). Returns how many pages it named outside the mapping. */
+static unsigned sim_touch(const struct prefetch_ops *ops, uint64_t page, uint64_t first, uint64_t end, int tid)
+{
+	unsigned p = (unsigned)(page - BASE), outside = 0;
+	if (sim.state[p] == LOCAL)
+		return 0;
+	bool hit = sim.state[p] == STAGED;
+	sim.hits += hit;
+	sim.misses += !hit;
+	sim.state[p] = LOCAL;
+	uint64_t want[PREFETCH_MAX];
+	struct prefetch_access a = { .page = page, .first = first, .end = end, .tid = tid, .hit = hit };
+	unsigned k = ops->predict(&a, want, PREFETCH_MAX);
+	for (unsigned j = 0; j < k; j++) {
+		uint64_t q = want[j] - BASE;
+		outside += want[j] < first || want[j] >= end;
+		if (want[j] >= BASE && q < SIM_PAGES && sim.state[q] == FAR) {
+			sim.state[q] = STAGED;
+			sim.staged++;
+		}
+	}
+	return outside;
+}
+
 /* Runs `ops` over the pages `seq` (page indexes), touched in order by thread 1; the pages past the
  * highest one touched are not far (as memory past a mapping's end is not). */
 static void sim_run(const struct prefetch_ops *ops, const unsigned *seq, unsigned n)
@@ -46,25 +72,8 @@ static void sim_run(const struct prefetch_ops *ops, const unsigned *seq, unsigne
 	memset(sim.state + top, LOCAL, SIM_PAGES - top);
 	if (ops->init)
 		ops->init();
-	for (unsigned i = 0; i < n; i++) {
-		unsigned p = seq[i];
-		if (sim.state[p] == LOCAL)
-			continue; /* resident: no fault, nothing for the prefetcher to see */
-		bool hit = sim.state[p] == STAGED;
-		sim.hits += hit;
-		sim.misses += !hit;
-		sim.state[p] = LOCAL;
-		uint64_t want[PREFETCH_MAX];
-		struct prefetch_access a = { .page = BASE + p, .first = BASE, .end = BASE + SIM_PAGES, .tid = 1, .hit = hit };
-		unsigned k = ops->predict(&a, want, PREFETCH_MAX);
-		for (unsigned j = 0; j < k; j++) {
-			uint64_t q = want[j] - BASE;
-			if (want[j] >= BASE && q < SIM_PAGES && sim.state[q] == FAR) {
-				sim.state[q] = STAGED;
-				sim.staged++;
-			}
-		}
-	}
+	for (unsigned i = 0; i < n; i++)
+		sim_touch(ops, BASE + seq[i], BASE, BASE + SIM_PAGES, 1);
 }
 
 static unsigned seq[SIM_PAGES];
@@ -151,29 +160,16 @@ static void check_readahead(void)
  * no step of one page and stay at 1. */
 static void check_readahead_mappings(void)
 {
-	unsigned long long misses = 0, outside = 0;
+	unsigned long long outside = 0;
 	memset(&sim, 0, sizeof(sim));
 	prefetch_readahead.init();
 	for (unsigned i = 0; i < 1024; i++)
-		for (unsigned m = 0; m < 2; m++) {
-			uint64_t first = BASE + 2048 * m, page = first + i, want[PREFETCH_MAX];
-			unsigned q = (unsigned)(page - BASE);
-			if (sim.state[q] == LOCAL)
-				continue;
-			bool hit = sim.state[q] == STAGED;
-			misses += !hit;
-			sim.state[q] = LOCAL;
-			struct prefetch_access a = { .page = page, .first = first, .end = first + 1024, .hit = hit };
-			unsigned k = prefetch_readahead.predict(&a, want, PREFETCH_MAX);
-			for (unsigned j = 0; j < k; j++) {
-				outside += want[j] < first || want[j] >= first + 1024;
-				if (sim.state[want[j] - BASE] == FAR)
-					sim.state[want[j] - BASE] = STAGED;
-			}
-		}
+		for (unsigned m = 0; m < 2; m++)
+			outside += sim_touch(&prefetch_readahead, BASE + 2048 * m + i, BASE + 2048 * m,
+					     BASE + 2048 * m + 1024, 1);
 	check("readahead_within_mapping", outside == 0, "%llu pages named outside their mapping%llu", outside, 0);
-	check("readahead_per_mapping", misses == 2 * (7 + (1024 - 64) / 32), "%llu misses, expected %llu",
-	      misses, 2 * (7 + (1024 - 64) / 32));
+	check("readahead_per_mapping", sim.misses == 2 * (7 + (1024 - 64) / 32), "%llu misses, expected %llu",
+	      sim.misses, 2 * (7 + (1024 - 64) / 32));
 }
 
 /* A stride of 3 pages: two equal strides confirm it, so each of the 3 sweeps misses its first
@@ -190,24 +186,11 @@ static void check_stride(void)
 	check("stride_3_readahead_quiet", sim.staged <= 3, "%llu staged, %llu hits", sim.staged, sim.hits);
 	/* Two threads with strides of their own, interleaved: each is followed apart. */
 	sim_run(&prefetch_stride, seq, 0);
-	unsigned long long misses = 0;
 	memset(sim.state, FAR, sizeof(sim.state));
 	for (unsigned i = 0; i < 400; i++)
-		for (int t = 0; t < 2; t++) {
-			uint64_t page = BASE + (t ? 2048 + 5 * i : 2 * i), want[PREFETCH_MAX];
-			unsigned q = (unsigned)(page - BASE);
-			if (sim.state[q] == LOCAL)
-				continue;
-			bool hit = sim.state[q] == STAGED;
-			misses += !hit;
-			sim.state[q] = LOCAL;
-			struct prefetch_access a = { .page = page, .tid = 10 + t, .hit = hit };
-			unsigned k = prefetch_stride.predict(&a, want, PREFETCH_MAX);
-			for (unsigned j = 0; j < k; j++)
-				if (want[j] - BASE < SIM_PAGES && sim.state[want[j] - BASE] == FAR)
-					sim.state[want[j] - BASE] = STAGED;
-		}
-	check("stride_per_thread", misses == 6, "%llu misses, expected %llu", misses, 6);
+		for (int t = 0; t < 2; t++)
+			sim_touch(&prefetch_stride, BASE + (t ? 2048 + 5 * i : 2 * i), BASE, BASE + SIM_PAGES, 10 + t);
+	check("stride_per_thread", sim.misses == 6, "%llu misses, expected %llu", sim.misses, 6);
 }
 
 /* Leap finds the majority delta in the newest 4 deltas (5 accesses) and prefetches at misses only,
