@@ -186,6 +186,34 @@ static bool handler_lock(void)
 	return got;
 }
 
+/* A fault of a thread whose request is still open waits for it to close (up to REQUEST_WAIT_NS),
+ * where several handlers read faults at once (pollers): one reading them in order never met this.
+ * - The same page: the thread left its fault early (a signal of the program's woke it), touched
+ *   the page again and faulted again before the first was served. Served now, on its own, it went
+ *   as fltrace's fault (the thread was in the stack handler of the first) while the first found
+ *   its page present: a fault lost (sigalarm: 92 of 20,000). Once the first is done it is a
+ *   duplicate.
+ * - Another page, the stack signal of the first sent but not yet taken: the thread was woken early
+ *   and its program's handler faulted; it will take the stack signal before it can run on. Served
+ *   now, this fault would find the request open and go without a stack. */
+#define REQUEST_WAIT_NS (20 * 1000 * 1000ull)
+static bool handler_request_open(int tid, uintptr_t page, uint64_t since, uint64_t now)
+{
+	struct rt_thread *t = tid ? threads_find(tid) : NULL;
+	int state = t ? atomic_load(&t->state) : REQ_IDLE;
+	if (state == REQ_IDLE)
+		return false;
+	/* The same page waits however long while it is on its way: the handler of the first fault
+	 * serves it (the thread waits in the stack handler for it), and a busy machine may delay it
+	 * any time. Once served it may have been evicted again while the stack handler ran, which
+	 * then faulted on it (libunwind reads the code at a faulting pc): that fault is fltrace's
+	 * own, served now, or the thread would wait in its handler for ever (python's exit at -L 2,
+	 * 1 run in 3). Outside the handler the page waits for the request to close, as before. */
+	if (t->addr == page && (atomic_load(&t->served) != 1 || !atomic_load(&t->busy)))
+		return true;
+	return state != REQ_TAKEN && !atomic_load(&t->busy) && now - since < REQUEST_WAIT_NS;
+}
+
 /* Returns false if the fault must wait for a fork to end (handler_lock). */
 /* A fault kept while its thread's request was open (handler_request_open): if its page is in place
  * now, it was that request's own fault read late, or one the thread left when it was woken early,
@@ -206,7 +234,8 @@ static bool handler_late_duplicate(uintptr_t addr, int fd, uint32_t gen)
 	return dup;
 }
 
-static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, bool holder, bool kept)
+static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, bool holder, bool kept,
+				uint64_t since)
 {
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
@@ -227,14 +256,28 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 			return true;
 	}
 	struct rt_thread *t = threads_get(tid);
-	bool record = sample_take();
-	struct syscall_state s = { .nr = -2 };
 	/* A thread inside our signal handler, or with a request still open, gets no second signal. */
 	bool busy = !t || atomic_load(&t->busy) || atomic_load(&t->state) != REQ_IDLE;
+	/* Another handler opened a request for this thread since handler_fault looked (it read the
+	 * thread's first fault, this one its next, after a signal of the program's woke it): this
+	 * fault waits for it as it would have then. Served at once, it went without its stack, and
+	 * the other found its page in place (a signal storm under load). */
+	if (busy && t && !holder && handler_request_open(tid, addr, since, rt_mono_ns()))
+		return false;
+	bool record = sample_take();
+	struct syscall_state s = { .nr = -2 };
 	uint64_t t0 = rt_mono_ns();
 	bool reraise = false;
+	unsigned taken = t ? atomic_load(&t->signals_taken) : 0;
 	int state_err = record && !busy ? handler_state(t, tid, &s, &reraise) : 0;
 	rt_time_add(&rt.stats.time.procfs, t0);
+	/* The thread took a stack signal of another handler's request while its state was read (this
+	 * handler preempted in between): it left this fault, and the state read is that of our stack
+	 * handler, not of the fault. Served as a fault in a system call, the page went in while the
+	 * thread was away, and its touch went without its stack (a signal storm under load, where a
+	 * stale message's signal woke it). Woken, it faults again if it still needs the page. */
+	if (!busy && (atomic_load(&t->busy) || atomic_load(&t->signals_taken) != taken))
+		reraise = true;
 	if (reraise) {
 		/* Never seen asleep in its fault: the thread left it (something else woke it) or was
 		 * kept from going to sleep there for long (a busy machine). Either way, woken, it
@@ -352,34 +395,6 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 /* One fault message, timed whole. A fault of the thread that holds rt.lock across a fork is served
  * under its hold, until its thread is woken; another thread's, while a fork holds the lock, is kept
  * for later (its thread sleeps on). */
-/* A fault of a thread whose request is still open waits for it to close (up to REQUEST_WAIT_NS),
- * where several handlers read faults at once (pollers): one reading them in order never met this.
- * - The same page: the thread left its fault early (a signal of the program's woke it), touched
- *   the page again and faulted again before the first was served. Served now, on its own, it went
- *   as fltrace's fault (the thread was in the stack handler of the first) while the first found
- *   its page present: a fault lost (sigalarm: 92 of 20,000). Once the first is done it is a
- *   duplicate.
- * - Another page, the stack signal of the first sent but not yet taken: the thread was woken early
- *   and its program's handler faulted; it will take the stack signal before it can run on. Served
- *   now, this fault would find the request open and go without a stack. */
-#define REQUEST_WAIT_NS (20 * 1000 * 1000ull)
-static bool handler_request_open(int tid, uintptr_t page, uint64_t since, uint64_t now)
-{
-	struct rt_thread *t = tid ? threads_find(tid) : NULL;
-	int state = t ? atomic_load(&t->state) : REQ_IDLE;
-	if (state == REQ_IDLE)
-		return false;
-	/* The same page waits however long while it is on its way: the handler of the first fault
-	 * serves it (the thread waits in the stack handler for it), and a busy machine may delay it
-	 * any time. Once served it may have been evicted again while the stack handler ran, which
-	 * then faulted on it (libunwind reads the code at a faulting pc): that fault is fltrace's
-	 * own, served now, or the thread would wait in its handler for ever (python's exit at -L 2,
-	 * 1 run in 3). Outside the handler the page waits for the request to close, as before. */
-	if (t->addr == page && (atomic_load(&t->served) != 1 || !atomic_load(&t->busy)))
-		return true;
-	return state != REQ_TAKEN && !atomic_load(&t->busy) && now - since < REQUEST_WAIT_NS;
-}
-
 static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, uint64_t since)
 {
 	uint64_t t0 = rt_mono_ns();
@@ -391,7 +406,7 @@ static void handler_fault(struct handler_ctx *ctx, const struct uffd_msg *m, int
 	if (!holder && handler_request_open(tid, page, since ? since : t0, t0))
 		done = false;
 	else if (!holder || rt_lock_borrow()) {
-		done = handler_fault_serve(ctx, m, fd, holder, since != 0);
+		done = handler_fault_serve(ctx, m, fd, holder, since != 0, since ? since : t0);
 		if (holder)
 			rt_lock_return();
 	}

@@ -328,15 +328,19 @@ static void signal_late_post(struct rt_thread *t, int tid, uintptr_t addr)
 }
 
 /* Tells the signalled thread, waiting in its stack handler, that its page is in place (or could not
- * be placed: then it records nothing and faults again). */
+ * be placed: then it records nothing and faults again). A request the thread has not taken yet is
+ * closed instead, before anything else: told first, the thread could take the signal, close the
+ * request itself, fault again and be given a new request, which this handler, preempted in
+ * between, then closed as well. That fault's signal found nothing to record, and its page went in
+ * without a trace (a signal storm under load: 1 to 4 faults of 20,000). */
 static void signal_served_now(struct rt_thread *t, bool ok)
 {
+	int expected = REQ_PENDING;
+	if (!ok && atomic_compare_exchange_strong(&t->state, &expected, REQ_IDLE))
+		return; /* it will find no request when it takes the signal, and fault again */
 	atomic_store(&t->served, ok ? 1 : 2);
 	if (atomic_load(&t->served_waiter))
 		syscall(SYS_futex, (int *)&t->served, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	int expected = REQ_PENDING;
-	if (!ok)
-		atomic_compare_exchange_strong(&t->state, &expected, REQ_IDLE);
 }
 
 void signal_early_cancel(struct rt_thread *t)

@@ -141,6 +141,8 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	struct rt_thread *t = tls_thread;
 	if (!t || atomic_load(&t->tid) != rt_gettid())
 		t = tls_thread = threads_find(rt_gettid());
+	if (t)
+		atomic_fetch_add(&t->signals_taken, 1);
 	int expected = REQ_PENDING;
 	if (!t || !atomic_compare_exchange_strong(&t->state, &expected, REQ_TAKEN))
 		goto out;

@@ -28,6 +28,7 @@ struct rt_thread {
 	bool blocks_signal; /* it blocked the stack signal at its last fault: check at the next one */
 	_Atomic int served; /* a signalled request: 0 while its page is on its way, 1 served, 2 failed */
 	_Atomic int served_waiter; /* the thread sleeps on `served` (a futex) */
+	_Atomic unsigned signals_taken; /* stack signals it has taken, with a request or without */
 	_Atomic int cpu;            /* where it took its last stack signal (-1: never): see handler.c */
 	_Atomic int signal_cpu;     /* the CPU of the poller that sent it its pending signal (-1: not a poller) */
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
