@@ -1,5 +1,5 @@
 /* Interposed signal calls: the program may neither block nor take over the signal that asks a
- * thread for its stack (a thread that blocked it would sleep in its fault until a time-out). */
+ * thread for its stack, and its own handlers run behind an entry of fltrace's (program_signal). */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -11,12 +11,67 @@
 
 typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
 
-/* A handler of the program's own may wake a thread from its fault and let it retry (handler.c
- * then queues the stack signal before the page goes in). */
-static void note_handler(sighandler_t h)
+/* The program's own handlers run behind fltrace's entry (program_signal): the kernel sees that
+ * entry, the program sees its own handler (sigaction's old action, signal's answer). The entry lets
+ * a thread that such a signal took out of its fault take its stack signal first
+ * (stack_before_program_handler), so that the stack signal can go once the page is in place. A
+ * handler installed by a raw system call, or by glibc's internal calls (sigset), runs without it. */
+typedef void (*action_fn)(int, siginfo_t *, void *);
+static struct {
+	_Atomic(action_fn) fn;
+	struct sigaction as_given;
+} program_actions[_NSIG];
+
+/* Called with three arguments whether or not it was installed with SA_SIGINFO: on x86-64 a
+ * one-argument handler ignores the other two registers. */
+static void program_signal(int sig, siginfo_t *si, void *uc)
 {
-	if (h != SIG_DFL && h != SIG_IGN)
-		atomic_store(&rt.program_catches, true);
+	stack_before_program_handler();
+	action_fn fn = atomic_load(&program_actions[sig].fn);
+	if (fn)
+		fn(sig, si, uc);
+}
+
+/* The old action as the program installed it: its handler where the kernel has the entry; where a
+ * one-shot handler (SA_RESETHAND) was reset, without the SA_SIGINFO the entry added. */
+static void program_view(const struct sigaction *as_given, struct sigaction *old)
+{
+	if (old->sa_sigaction == program_signal)
+		*old = *as_given;
+	else if (old->sa_handler == SIG_DFL && (as_given->sa_flags & SA_RESETHAND) &&
+		 !(as_given->sa_flags & SA_SIGINFO))
+		old->sa_flags &= ~SA_SIGINFO;
+}
+
+/* Installs `sa` for the program: a handler behind program_signal, the stack signal never blocked by
+ * it. The old action is the program's own. */
+static int program_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
+{
+	bool known = sig > 0 && sig < _NSIG;
+	struct sigaction before = known ? program_actions[sig].as_given : (struct sigaction){ 0 };
+	action_fn before_fn = known ? atomic_load(&program_actions[sig].fn) : NULL;
+	bool entry = known && sa && sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
+	struct sigaction k;
+	if (sa) {
+		k = *sa;
+		if (handler_owns_signal(rt.sig))
+			sigdelset(&k.sa_mask, rt.sig);
+	}
+	if (entry) {
+		/* In place before the kernel can call the entry for it. */
+		program_actions[sig].as_given = *sa;
+		atomic_store(&program_actions[sig].fn, sa->sa_sigaction);
+		k.sa_sigaction = program_signal;
+		k.sa_flags |= SA_SIGINFO;
+	}
+	int r = rt_real_sigaction(sig, sa ? &k : NULL, old);
+	if (r < 0 && entry) { /* refused: the entry still runs the handler it ran */
+		atomic_store(&program_actions[sig].fn, before_fn);
+		program_actions[sig].as_given = before;
+	}
+	if (r == 0 && old && known)
+		program_view(&before, old);
+	return r;
 }
 
 EXPORT int sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
@@ -26,13 +81,7 @@ EXPORT int sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 			memset(old, 0, sizeof(*old));
 		return 0; /* taken by fltrace: the program's handler would never run anyway */
 	}
-	if (sa)
-		note_handler(sa->sa_handler);
-	if (!sa || !handler_owns_signal(rt.sig))
-		return rt_real_sigaction(sig, sa, old);
-	struct sigaction copy = *sa;
-	sigdelset(&copy.sa_mask, rt.sig);
-	return rt_real_sigaction(sig, &copy, old);
+	return program_sigaction(sig, sa, old);
 }
 
 static int mask_call(sigmask_fn fn, int how, const sigset_t *set, sigset_t *old)
@@ -65,9 +114,20 @@ EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
 	if (handler_owns_signal(sig))
 		return SIG_DFL;
-	note_handler(handler);
+	bool known = sig > 0 && sig < _NSIG;
+	sighandler_t before = known ? program_actions[sig].as_given.sa_handler : SIG_DFL;
 	static sighandler_t (*fn)(int, sighandler_t);
 	if (!fn)
 		fn = (sighandler_t (*)(int, sighandler_t))rt_libc_next("signal");
-	return fn(sig, handler);
+	sighandler_t old = fn(sig, handler); /* glibc's flags and mask (siginterrupt's too) */
+	if (old == SIG_ERR)
+		return old;
+	if ((void *)old == (void *)program_signal)
+		old = before;
+	/* Then behind the entry, as it stands. */
+	struct sigaction now;
+	if (handler != SIG_DFL && handler != SIG_IGN && rt_real_sigaction(sig, NULL, &now) == 0 &&
+	    now.sa_handler == handler)
+		program_sigaction(sig, &now, NULL);
+	return old;
 }

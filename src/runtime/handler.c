@@ -214,6 +214,22 @@ static bool handler_request_open(int tid, uintptr_t page, uint64_t since, uint64
 	return state != REQ_TAKEN && !atomic_load(&t->busy) && now - since < REQUEST_WAIT_NS;
 }
 
+/* Whether the stack signal goes before the page (EARLY) or once it is in place (LATE): LATE wakes the
+ * thread once, to take the signal at its faulting instruction; EARLY wakes it for the signal, and
+ * it preempts the poller of its CPU and waits in the stack handler for the page (python: 20%
+ * slower, 12 µs a fault). But once the page is in place, anything that wakes the thread before the
+ * signal lets it run past its fault, and the stack read then is not the fault's: a signal of the
+ * program's own does (its handler waits for a claimed fault, stack_before_program_handler, but a
+ * message of the fault read twice, once before and once after the signal took the thread out of
+ * its fault, ends in a second wake). So EARLY while the program's signals arrive: within a second
+ * of the last one. */
+#define PROGRAM_SIGNALS_RECENT_NS (1000 * 1000 * 1000ull)
+static bool handler_program_signals_recent(void)
+{
+	uint64_t last = atomic_load_explicit(&rt.program_signal_ns, memory_order_relaxed);
+	return last && rt_mono_ns() - last < PROGRAM_SIGNALS_RECENT_NS;
+}
+
 /* Returns false if the fault must wait for a fork to end (handler_lock). */
 /* A fault kept while its thread's request was open (handler_request_open): if its page is in place
  * now, it was that request's own fault read late, or one the thread left when it was woken early,
@@ -278,21 +294,12 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	 * stale message's signal woke it). Woken, it faults again if it still needs the page. */
 	if (!busy && (atomic_load(&t->busy) || atomic_load(&t->signals_taken) != taken))
 		reraise = true;
-	if (reraise) {
-		/* Never seen asleep in its fault: the thread left it (something else woke it) or was
-		 * kept from going to sleep there for long (a busy machine). Either way, woken, it
-		 * retries the access, and faults again if the page is still missing: that fault is
-		 * the one served and recorded, with the state read then. */
-		serve_wake_page(fd, addr);
-		atomic_fetch_add(&rt.stats.faults_reraised, 1);
-		return true;
-	}
 	if (state_err < 0)
 		s.nr = -2;
 	/* A debugger would stop the program at our signal: its stack is unwound from here instead. So
 	 * is a fork holder's: woken to take the signal, it would unwind with the lock held, waiting for
 	 * the loader's lock, which a thread asleep in a fault that waits for this fork may hold. */
-	bool signal = record && !busy && s.nr == -1 && !holder &&
+	bool signal = !reraise && record && !busy && s.nr == -1 && !holder &&
 		      !atomic_load_explicit(&rt.ptraced, memory_order_relaxed);
 	/* A thread that blocked the signal at its last fault is asked first, rather than waited
 	 * for 2 ms at each fault. */
@@ -304,10 +311,28 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	 * faults of one thread at once (the thread left the first early and faulted again) both
 	 * signalled it, and the one that found the page in place told it to record nothing. The
 	 * other fault waits (handler_request_open). */
+	bool early = signal && handler_program_signals_recent();
 	if (signal) {
 		int idle = REQ_IDLE;
 		if (!atomic_compare_exchange_strong(&t->state, &idle, REQ_CLAIMED))
 			return false;
+		/* A signal of the program's own took it out of its fault after its state was read, and
+		 * found the fault unclaimed (stack_before_program_handler): its handler runs on, and
+		 * may return to the faulting instruction. Woken, the thread faults again if it still
+		 * needs the page; served now, it could run past it before a late stack signal. */
+		if (!early && atomic_load(&t->signals_taken) != taken) {
+			atomic_store(&t->state, REQ_IDLE);
+			reraise = true;
+		}
+	}
+	if (reraise) {
+		/* Never seen asleep in its fault: the thread left it (something else woke it) or was
+		 * kept from going to sleep there for long (a busy machine). Either way, woken, it
+		 * retries the access, and faults again if the page is still missing: that fault is
+		 * the one served and recorded, with the state read then. */
+		serve_wake_page(fd, addr);
+		atomic_fetch_add(&rt.stats.faults_reraised, 1);
+		return true;
 	}
 	/* In a system call, or blocking the signal: the stack is unwound from here, the thread kept
 	 * asleep meanwhile (it must not run on and change what is being read). */
@@ -322,14 +347,11 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	req->region = 0;
 	req->pc_at_fault = s.pc;
 	req->sp_at_fault = s.sp;
-	/* Only a handler of the program's own can wake the thread from its fault and run it back to
-	 * the faulting instruction before its page is in place: then the signal goes first (before
-	 * rt.lock: woken, the thread would preempt a SCHED_IDLE poller holding it), and the thread
-	 * waits in its handler for the page. Without one, the cheaper order is as safe. */
-	enum serve_signal how = !signal ? SERVE_SIGNAL_NONE :
-				atomic_load(&rt.program_catches) ? SERVE_SIGNAL_EARLY : SERVE_SIGNAL_LATE;
+	enum serve_signal how = !signal ? SERVE_SIGNAL_NONE : early ? SERVE_SIGNAL_EARLY : SERVE_SIGNAL_LATE;
 	if (how == SERVE_SIGNAL_EARLY && !signal_early_post(t, tid))
 		how = SERVE_SIGNAL_NONE; /* the slot is back to IDLE */
+	else if (how == SERVE_SIGNAL_EARLY)
+		atomic_fetch_add(&rt.stats.faults_signal_first, 1);
 	if (!handler_lock()) {
 		if (how == SERVE_SIGNAL_LATE)
 			atomic_store(&t->state, REQ_IDLE); /* the fault waits for the fork, unclaimed */

@@ -10,6 +10,7 @@ uint64_t handler_cpu_ns(void); /* their CPU time (user + system, polling include
 void handler_before_exit(void); /* pollers at SCHED_OTHER, to end at once with the process */
 void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
+void stack_before_program_handler(void); /* a signal of the program's own arrived */
 void handler_open_procfile(int tid); /* before the program may drop root: see handler.c */
 void handler_watchdog(void); /* once a second: a stuck handler stops the program */
 int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kind, uint32_t *region);

@@ -98,6 +98,7 @@ struct rt_stats {
 	_Atomic uint64_t faults, faults_r, faults_w, faults_wp, faults_zero, faults_refetch, faults_file,
 		faults_syscall, faults_nostack, faults_sampled_out, faults_dup, faults_self, stacks_cut;
 	_Atomic uint64_t faults_nostack_why[NOSTACK_NR]; /* faults_nostack by reason */
+	_Atomic uint64_t faults_signal_first; /* stack signals sent before the page (the program's signals were arriving) */
 	_Atomic uint64_t faults_reraised; /* a message whose thread was never seen asleep: woken to fault again */
 	_Atomic uint64_t evict_ops, evict_pages, evict_fallback, evict_failed;
 	_Atomic uint64_t evict_move_misreported; /* moves the kernel called failed that happened */
@@ -142,7 +143,7 @@ struct rt {
 	pid_t pid;
 	unsigned exec_gen;
 	int sig;              /* the signal that asks a thread for its stack */
-	_Atomic bool program_catches; /* the program installed a signal handler (sigaction, signal) */
+	_Atomic uint64_t program_signal_ns; /* when a signal of the program's own last arrived (rt_mono_ns) */
 	_Atomic bool ptraced; /* a debugger is attached: no stack signal (stats.c) */
 	/* The thread that holds rt.lock across a fork (fork.c), 0 if none: the only fault it can sleep
 	 * in meanwhile is one of its own, which a handler serves under that hold (rt_lock_borrow). */

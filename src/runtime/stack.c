@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -62,14 +63,17 @@ static unsigned stack_from_fault_frame(uint64_t *ips, unsigned max, ucontext_t *
 	unw_word_t ip, fsp;
 	if (unw_init_local2(&cur, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) < 0)
 		return 0;
+	bool after_signal = false;
 	for (unsigned frames = 0;; frames++) {
 		if (frames > 4 * FLTRACE_MAX_STACK_DEPTH || unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 ||
 		    unw_get_reg(&cur, UNW_REG_SP, &fsp) < 0)
 			return 0;
-		/* libunwind marks a frame reached through a signal frame as one: its ip is exact,
-		 * an interrupted instruction rather than a return address. */
-		if (ip == pc && fsp == sp && unw_is_signal_frame(&cur) > 0)
+		/* The frame just past the kernel's signal frame (sigreturn's): its ip is exact, an
+		 * interrupted instruction rather than a return address. */
+		bool signal_frame = unw_is_signal_frame(&cur) > 0;
+		if (ip == pc && fsp == sp && (signal_frame || after_signal))
 			break;
+		after_signal = signal_frame;
 		if (unw_step(&cur) <= 0)
 			return 0;
 	}
@@ -207,6 +211,31 @@ void handler_signal_init(void)
 	sigdelset(&sa.sa_mask, SIGTRAP);
 	syscall(SYS_rt_sigaction, rt.sig, NULL, NULL, 8); /* probe: the signal exists */
 	rt_real_sigaction(rt.sig, &sa, NULL);
+}
+
+/* A signal of the program's own, before its handler runs (preload/signals.c puts fltrace's entry
+ * before every handler the program installs). The thread may have left a fault for it whose page a
+ * handler thread is putting in right now, the stack signal to follow once the page is in. Counted
+ * (signals_taken), so that a handler thread that read the thread asleep in its fault before this
+ * does not go on to serve it unsignalled. And once one has claimed the fault, the program's handler
+ * waits until the stack signal has been taken (it arrives here, on top): run at once, it could
+ * return to the faulting instruction, find the page in place and run on, and the stack read at the
+ * stack signal would then not be the fault's. */
+void stack_before_program_handler(void)
+{
+	int saved_errno = errno;
+	struct rt_thread *t = tls_thread;
+	if (!t || atomic_load(&t->tid) != rt_gettid())
+		t = tls_thread = threads_find(rt_gettid());
+	if (t) {
+		atomic_fetch_add(&t->signals_taken, 1);
+		atomic_store_explicit(&rt.program_signal_ns, rt_mono_ns(), memory_order_relaxed);
+		struct timespec pause = { 0, 20 * 1000 };
+		int s;
+		while ((s = atomic_load(&t->state)) == REQ_CLAIMED || s == REQ_PENDING)
+			syscall(SYS_nanosleep, &pause, NULL);
+	}
+	errno = saved_errno;
 }
 
 bool handler_owns_signal(int sig)

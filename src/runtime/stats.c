@@ -136,6 +136,7 @@ void stats_write_line(void)
 	for (int i = 0; i < NOSTACK_NR; i++)
 		kv(&f, why[i], atomic_load(&s->faults_nostack_why[i]));
 	kv(&f, "faults_reraised", atomic_load(&s->faults_reraised));
+	kv(&f, "faults_signal_first", atomic_load(&s->faults_signal_first));
 	kv(&f, "faults_dup", atomic_load(&s->faults_dup));
 	kv(&f, "faults_self", atomic_load(&s->faults_self));
 	kv(&f, "faults_soft", atomic_load(&s->faults_soft));

@@ -24,6 +24,8 @@ static unsigned threads_hash(int tid)
 
 struct rt_thread *threads_find(int tid)
 {
+	if (!table) /* a signal of the program's before fltrace started (stack_before_program_handler) */
+		return NULL;
 	for (unsigned i = threads_hash(tid), n = 0; n < THREADS_MAX; i = (i + 1) & (THREADS_MAX - 1), n++) {
 		int key = atomic_load_explicit(&table[i].tid, memory_order_acquire);
 		if (key == tid)

@@ -82,3 +82,17 @@ timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/sigalar
 expect_eq signal_storm_stacks "faults at the touching line, with their stack" 20000 \
 	"$(rows "$dir" | awk -v l="sigalarm.c:$(src_line sigalarm.c SIGALARM-TOUCH)" '$4 == l && $3 > 1 { n += $1 } END { print n + 0 }')"
 expect_stat signal_storm_none_without "$dir" faults_nostack -eq 0
+expect_stat signal_storm_signal_first "$dir" faults_signal_first -gt 10000
+
+# The program's own handlers run behind fltrace's entry: what it sees of them (sigaction's old
+# action, signal()'s answer, a one-shot handler reset, siginfo, a handler that moves its context
+# on) is what it sees natively, and the faults its handlers take keep their stacks.
+same_output sigview_same "-L 8 -M 256" "$PROGS/sigview"
+expect_stat sigview_stacks "$TMP/sigview_same" faults_nostack -eq 0
+# A handler installed but never run (python's SIGINT) leaves the cheaper order on: the stack signal
+# goes once the page is in place, and every fault keeps its stack at the touching line.
+dir=$TMP/sigquiet; mkdir -p "$dir"
+timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/sigview" quiet 3000 > /dev/null 2>&1
+expect_eq sigview_quiet_stacks "faults at the touching line, with their stack" 3000 \
+	"$(rows "$dir" | awk -v l="sigview.c:$(src_line sigview.c SIGVIEW-QUIET-TOUCH)" '$4 == l && $3 > 1 { n += $1 } END { print n + 0 }')"
+expect_stat sigview_quiet_page_first "$dir" faults_signal_first -eq 0

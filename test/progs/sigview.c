@@ -1,0 +1,120 @@
+/* What a program sees of its own signal handlers: sigaction's old action (handler, flags, mask),
+ * signal()'s answer, SA_RESETHAND, SA_SIGINFO's siginfo and a handler that rewrites the context it
+ * returns to. fltrace runs the program's handlers behind an entry of its own; none of it may show.
+ * Touches fresh pages inside the handlers, so that their faults are served there. `sigview quiet N`
+ * installs a handler that never runs and touches N fresh pages. Output depends only on the
+ * arguments. Usage: sigview [quiet N] */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+static volatile int ran_info, ran_plain, info_value, info_code;
+static char *pages;
+static int next_page;
+
+static void touch_fresh_page(void)
+{
+	pages[(size_t)next_page++ * 4096] = 1;
+}
+
+static void on_info(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig, (void)uc;
+	touch_fresh_page();
+	ran_info++;
+	info_value = si->si_value.sival_int;
+	info_code = si->si_code;
+}
+
+static void on_plain(int sig)
+{
+	(void)sig;
+	touch_fresh_page();
+	ran_plain++;
+}
+
+/* Skips the 2-byte `ud2` it interrupted: the program's handler moves its own context on. */
+static void on_ill(int sig, siginfo_t *si, void *ucv)
+{
+	(void)sig, (void)si;
+	ucontext_t *uc = ucv;
+	uc->uc_mcontext.gregs[REG_RIP] += 2;
+	ran_plain += 100;
+}
+
+static void show(const char *what, int sig)
+{
+	struct sigaction now;
+	sigaction(sig, NULL, &now);
+	const char *h = now.sa_handler == SIG_DFL ? "default" : now.sa_handler == SIG_IGN ? "ignore" :
+			(void *)now.sa_sigaction == (void *)on_info ? "on_info" :
+			now.sa_handler == on_plain ? "on_plain" : "other";
+	printf("%s: %s siginfo=%d resethand=%d restart=%d mask_usr2=%d\n", what, h, !!(now.sa_flags & SA_SIGINFO),
+	       !!(now.sa_flags & SA_RESETHAND), !!(now.sa_flags & SA_RESTART), sigismember(&now.sa_mask, SIGUSR2));
+}
+
+static void on_int(int sig)
+{
+	(void)sig;
+	_exit(3);
+}
+
+static int quiet(int n)
+{
+	signal(SIGINT, on_int);
+	char *p = mmap(NULL, (size_t)n << 12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (int i = 0; i < n; i++)
+		p[(size_t)i << 12] = (char)i; /* SIGVIEW-QUIET-TOUCH */
+	printf("touched %d\n", n);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && strcmp(argv[1], "quiet") == 0)
+		return quiet(atoi(argv[2]));
+	pages = mmap(NULL, 64 << 12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_info;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGUSR2);
+	sigaction(SIGUSR1, &sa, &old);
+	printf("first old: %s\n", old.sa_handler == SIG_DFL ? "default" : "other");
+	show("installed", SIGUSR1);
+	sigqueue(getpid(), SIGUSR1, (union sigval){ .sival_int = 42 });
+	printf("on_info ran %d value %d queued %d\n", ran_info, info_value, info_code == SI_QUEUE);
+
+	sighandler_t was = signal(SIGUSR1, on_plain);
+	printf("signal() answered %s\n", (void *)was == (void *)on_info ? "on_info" : "other");
+	show("after signal()", SIGUSR1);
+	raise(SIGUSR1);
+	printf("on_plain ran %d\n", ran_plain);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_plain;
+	sa.sa_flags = SA_RESETHAND;
+	sigaction(SIGUSR2, &sa, NULL);
+	show("one-shot", SIGUSR2);
+	raise(SIGUSR2);
+	show("one-shot after", SIGUSR2);
+	printf("on_plain ran %d\n", ran_plain);
+
+	was = signal(SIGUSR1, SIG_IGN);
+	printf("signal(SIG_IGN) answered %s\n", was == on_plain ? "on_plain" : "other");
+	show("ignored", SIGUSR1);
+	raise(SIGUSR1);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_ill;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGILL, &sa, NULL);
+	__asm__ volatile("ud2");
+	printf("past ud2: on_plain ran %d\n", ran_plain);
+	return 0;
+}
