@@ -26,8 +26,8 @@ static struct {
  * one-argument handler ignores the other two registers. */
 static void program_signal(int sig, siginfo_t *si, void *uc)
 {
+	action_fn fn = atomic_load(&program_actions[sig].fn); /* the one installed at delivery */
 	stack_before_program_handler();
-	action_fn fn = atomic_load(&program_actions[sig].fn);
 	if (fn)
 		fn(sig, si, uc);
 }
@@ -41,6 +41,20 @@ static void program_view(const struct sigaction *as_given, struct sigaction *old
 	else if (old->sa_handler == SIG_DFL && (as_given->sa_flags & SA_RESETHAND) &&
 		 !(as_given->sa_flags & SA_SIGINFO))
 		old->sa_flags &= ~SA_SIGINFO;
+}
+
+/* The action as the kernel keeps the program's (flags it adds, SIGKILL and SIGSTOP out of the
+ * mask): read back, with the program's handler, SA_SIGINFO and stack-signal bit put back. */
+static struct sigaction as_installed(int sig, const struct sigaction *sa)
+{
+	struct sigaction kept;
+	if (rt_real_sigaction(sig, NULL, &kept) < 0 || kept.sa_sigaction != program_signal)
+		return *sa; /* delivered meanwhile and reset (SA_RESETHAND), or changed again */
+	kept.sa_sigaction = sa->sa_sigaction;
+	kept.sa_flags = (kept.sa_flags & ~SA_SIGINFO) | (sa->sa_flags & SA_SIGINFO);
+	if (rt.sig > 0 && sigismember(&sa->sa_mask, rt.sig))
+		sigaddset(&kept.sa_mask, rt.sig);
+	return kept;
 }
 
 /* Installs `sa` for the program: a handler behind program_signal, the stack signal never blocked by
@@ -69,6 +83,10 @@ static int program_sigaction(int sig, const struct sigaction *sa, struct sigacti
 		atomic_store(&program_actions[sig].fn, before_fn);
 		program_actions[sig].as_given = before;
 	}
+	if (r == 0 && entry)
+		program_actions[sig].as_given = as_installed(sig, sa);
+	else if (r == 0 && sa && known)
+		program_actions[sig].as_given = *sa; /* SIG_DFL or SIG_IGN, as the kernel keeps it */
 	if (r == 0 && old && known)
 		program_view(&before, old);
 	return r;

@@ -64,6 +64,8 @@ void serve_wakes_flush(void);
  * then the wake is left to that handler, done right after the signal (every handler's wake of a
  * faulting thread goes through here). */
 void serve_wake_page(int fd, uintptr_t addr);
+void serve_owe_signal(uintptr_t addr); /* a fault claimed for the late order: wakes of its page wait */
+void serve_owe_none(int fd);            /* ... the claim ended unsignalled: those wakes are done */
 /* A page on probation comes back without a recorded fault; false if it is not on probation. */
 bool fault_serve_soft(uintptr_t addr, int fd);
 /* How a served fault's thread gets its stack signal: none, sent before its page is served (it then

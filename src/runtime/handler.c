@@ -154,6 +154,10 @@ static void handler_test_lag(void)
  * unknown: faults_nostack_state), then it is read again. Not after one or two: a thread preempted
  * on its way to sleep on a busy machine is not seen asleep either, once (a signal storm's test lost
  * 257 stacks under load 13 when two in a row sufficed). */
+/* Faults of one thread reraised in a row because it took a signal while its state was read: after
+ * RERAISE_MAX the next is served as read (a timer's signal as fast as the reads would otherwise
+ * keep a fault from ever being served). */
+#define RERAISE_MAX 64
 #define RESTLESS_AFTER 4
 #define RESTLESS_FAULTS 256
 static int handler_state(struct rt_thread *t, int tid, struct syscall_state *s, bool *reraise)
@@ -292,7 +296,7 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	 * handler, not of the fault. Served as a fault in a system call, the page went in while the
 	 * thread was away, and its touch went without its stack (a signal storm under load, where a
 	 * stale message's signal woke it). Woken, it faults again if it still needs the page. */
-	if (!busy && (atomic_load(&t->busy) || atomic_load(&t->signals_taken) != taken))
+	if (!busy && t->reraised < RERAISE_MAX && (atomic_load(&t->busy) || atomic_load(&t->signals_taken) != taken))
 		reraise = true;
 	if (state_err < 0)
 		s.nr = -2;
@@ -320,8 +324,11 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		 * found the fault unclaimed (stack_before_program_handler): its handler runs on, and
 		 * may return to the faulting instruction. Woken, the thread faults again if it still
 		 * needs the page; served now, it could run past it before a late stack signal. */
-		if (!early && atomic_load(&t->signals_taken) != taken) {
+		if (!early)
+			serve_owe_signal(addr);
+		if (!early && t->reraised < RERAISE_MAX && atomic_load(&t->signals_taken) != taken) {
 			atomic_store(&t->state, REQ_IDLE);
+			serve_owe_none(fd);
 			reraise = true;
 		}
 	}
@@ -332,8 +339,12 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		 * the one served and recorded, with the state read then. */
 		serve_wake_page(fd, addr);
 		atomic_fetch_add(&rt.stats.faults_reraised, 1);
+		if (t)
+			t->reraised++;
 		return true;
 	}
+	if (t)
+		t->reraised = 0;
 	/* In a system call, or blocking the signal: the stack is unwound from here, the thread kept
 	 * asleep meanwhile (it must not run on and change what is being read). */
 	bool unwind = record && !busy && !signal && s.nr >= -1 && !slot_has_call_stack(t, s.nr);
@@ -353,13 +364,16 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	else if (how == SERVE_SIGNAL_EARLY)
 		atomic_fetch_add(&rt.stats.faults_signal_first, 1);
 	if (!handler_lock()) {
-		if (how == SERVE_SIGNAL_LATE)
+		if (how == SERVE_SIGNAL_LATE) {
 			atomic_store(&t->state, REQ_IDLE); /* the fault waits for the fork, unclaimed */
+			serve_owe_none(fd);
+		}
 		if (how != SERVE_SIGNAL_EARLY)
 			return false;
 		/* A fork holds the lock: the signalled thread records nothing, faults again, and that
-		 * fault waits for the fork like any other. */
+		 * fault waits for the fork like any other (woken, should it block the signal). */
 		signal_early_cancel(t);
+		serve_wake_page(fd, addr);
 		return true;
 	}
 	/* The page was unmapped since the message was read and its address mapped again (a kept or
@@ -371,8 +385,10 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		rt_unlock();
 		if (how == SERVE_SIGNAL_EARLY)
 			signal_early_cancel(t);
-		else if (how == SERVE_SIGNAL_LATE)
+		else if (how == SERVE_SIGNAL_LATE) {
 			atomic_store(&t->state, REQ_IDLE);
+			serve_owe_none(fd);
+		}
 		atomic_fetch_add(&rt.stats.faults_dup, 1);
 		serve_wake_page(fd, addr);
 		return true;
@@ -392,6 +408,8 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	if (how == SERVE_SIGNAL_LATE && !late)
 		atomic_store(&t->state, REQ_IDLE); /* claimed, but nothing was signalled */
 	rt_unlock();
+	if (how == SERVE_SIGNAL_LATE && !late)
+		serve_owe_none(fd);
 	serve_wakes_flush();
 	if (!served)
 		return true;

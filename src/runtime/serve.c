@@ -97,6 +97,24 @@ static bool wake_left_to_owner(uintptr_t addr)
 	return false;
 }
 
+/* A fault claimed for the late order owes its thread the stack signal from the claim on: woken by
+ * another handler before the signal, the thread would retry and, with the page in by then, run past
+ * its fault. Such wakes are left to this handler (serve_owe_none, or after the signal). */
+void serve_owe_signal(uintptr_t addr)
+{
+	if (tls_wakes)
+		atomic_store(&tls_wakes->owed, addr);
+}
+
+/* The claim ends without a signal: the wakes left to this handler meanwhile are done now (after
+ * rt.lock). */
+void serve_owe_none(int fd)
+{
+	uint64_t m = tls_wakes ? atomic_exchange(&tls_wakes->owed, 0) : 0;
+	if (m & OWED_WAKE)
+		uffd_wake(fd, m & ~OWED_WAKE, rt.page_size);
+}
+
 void serve_wake_page(int fd, uintptr_t addr)
 {
 	if (wake_left_to_owner(addr))
@@ -323,7 +341,8 @@ static void signal_late_post(struct rt_thread *t, int tid, uintptr_t addr)
 			signal_failed(t, tid);
 		return;
 	}
-	atomic_store(&tls_wakes->owed, addr);
+	if ((atomic_load(&tls_wakes->owed) & ~OWED_WAKE) != addr) /* keep the wakes left since the claim */
+		atomic_store(&tls_wakes->owed, addr);
 	wake_queue((struct wake){ .kind = WAKE_SIGNAL, .fd = t->uffd, .tid = tid, .addr = addr, .t = t });
 }
 

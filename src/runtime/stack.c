@@ -221,6 +221,16 @@ void handler_signal_init(void)
  * waits until the stack signal has been taken (it arrives here, on top): run at once, it could
  * return to the faulting instruction, find the page in place and run on, and the stack read at the
  * stack signal would then not be the fault's. */
+static bool request_open(const struct rt_thread *t)
+{
+	int s = atomic_load(&t->state);
+	return s == REQ_CLAIMED || s == REQ_PENDING;
+}
+
+/* The stack signal is let in meanwhile, whatever the program's handler blocks (one installed
+ * before fltrace started, or by a raw system call, may block it); and after PROGRAM_WAIT_NS the
+ * handler runs anyway (a handler thread stuck that long has failed in some other way). */
+#define PROGRAM_WAIT_NS (5000 * 1000 * 1000ull)
 void stack_before_program_handler(void)
 {
 	int saved_errno = errno;
@@ -230,10 +240,14 @@ void stack_before_program_handler(void)
 	if (t) {
 		atomic_fetch_add(&t->signals_taken, 1);
 		atomic_store_explicit(&rt.program_signal_ns, rt_mono_ns(), memory_order_relaxed);
+	}
+	if (t && rt.sig > 0 && request_open(t)) {
+		uint64_t only = 1ull << (rt.sig - 1), was = 0;
+		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &only, &was, sizeof(only));
 		struct timespec pause = { 0, 20 * 1000 };
-		int s;
-		while ((s = atomic_load(&t->state)) == REQ_CLAIMED || s == REQ_PENDING)
+		for (uint64_t t0 = rt_mono_ns(); request_open(t) && rt_mono_ns() - t0 < PROGRAM_WAIT_NS;)
 			syscall(SYS_nanosleep, &pause, NULL);
+		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &was, NULL, sizeof(was));
 	}
 	errno = saved_errno;
 }

@@ -24,6 +24,7 @@ struct rt_thread {
 	uint8_t kind;
 	uint32_t region;   /* FT_KIND_FILE: the region record's id */
 	bool woken;        /* handler already woke it after a delay */
+	unsigned reraised; /* faults in a row woken to fault again (handler.c, RERAISE_MAX) */
 	unsigned restless; /* faults in a row not seen asleep, then faults left to serve without its state (handler.c, handler_state) */
 	bool blocks_signal; /* it blocked the stack signal at its last fault: check at the next one */
 	_Atomic int served; /* a signalled request: 0 while its page is on its way, 1 served, 2 failed */

@@ -53,8 +53,12 @@ static void show(const char *what, int sig)
 	const char *h = now.sa_handler == SIG_DFL ? "default" : now.sa_handler == SIG_IGN ? "ignore" :
 			(void *)now.sa_sigaction == (void *)on_info ? "on_info" :
 			now.sa_handler == on_plain ? "on_plain" : "other";
-	printf("%s: %s siginfo=%d resethand=%d restart=%d mask_usr2=%d\n", what, h, !!(now.sa_flags & SA_SIGINFO),
-	       !!(now.sa_flags & SA_RESETHAND), !!(now.sa_flags & SA_RESTART), sigismember(&now.sa_mask, SIGUSR2));
+	int masked = 0;
+	for (int s = 1; s < NSIG; s++)
+		masked += sigismember(&now.sa_mask, s) == 1;
+	printf("%s: %s flags=%#x siginfo=%d resethand=%d restart=%d mask_usr2=%d masked=%d\n", what, h,
+	       (unsigned)now.sa_flags, !!(now.sa_flags & SA_SIGINFO), !!(now.sa_flags & SA_RESETHAND),
+	       !!(now.sa_flags & SA_RESTART), sigismember(&now.sa_mask, SIGUSR2), masked);
 }
 
 static void on_int(int sig)
@@ -84,6 +88,8 @@ int main(int argc, char **argv)
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
 	sigaddset(&sa.sa_mask, SIGUSR2);
+	sigaddset(&sa.sa_mask, SIGKILL); /* the kernel drops it */
+	sigaddset(&sa.sa_mask, SIGRTMAX - 2); /* fltrace's stack signal: the program still sees it */
 	sigaction(SIGUSR1, &sa, &old);
 	printf("first old: %s\n", old.sa_handler == SIG_DFL ? "default" : "other");
 	show("installed", SIGUSR1);
