@@ -73,16 +73,13 @@ static int program_sigaction(int sig, const struct sigaction *sa, struct sigacti
 	}
 	if (entry) {
 		/* In place before the kernel can call the entry for it. */
-		program_actions[sig].as_given = *sa;
 		atomic_store(&program_actions[sig].fn, sa->sa_sigaction);
 		k.sa_sigaction = program_signal;
 		k.sa_flags |= SA_SIGINFO;
 	}
 	int r = rt_real_sigaction(sig, sa ? &k : NULL, old);
-	if (r < 0 && entry) { /* refused: the entry still runs the handler it ran */
+	if (r < 0 && entry) /* refused: the entry still runs the handler it ran */
 		atomic_store(&program_actions[sig].fn, before_fn);
-		program_actions[sig].as_given = before;
-	}
 	if (r == 0 && entry)
 		program_actions[sig].as_given = as_installed(sig, sa);
 	else if (r == 0 && sa && known)

@@ -154,12 +154,12 @@ static void handler_test_lag(void)
  * unknown: faults_nostack_state), then it is read again. Not after one or two: a thread preempted
  * on its way to sleep on a busy machine is not seen asleep either, once (a signal storm's test lost
  * 257 stacks under load 13 when two in a row sufficed). */
+#define RESTLESS_AFTER 4
+#define RESTLESS_FAULTS 256
 /* Faults of one thread reraised in a row because it took a signal while its state was read: after
  * RERAISE_MAX the next is served as read (a timer's signal as fast as the reads would otherwise
  * keep a fault from ever being served). */
 #define RERAISE_MAX 64
-#define RESTLESS_AFTER 4
-#define RESTLESS_FAULTS 256
 static int handler_state(struct rt_thread *t, int tid, struct syscall_state *s, bool *reraise)
 {
 	*reraise = false;

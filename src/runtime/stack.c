@@ -63,17 +63,14 @@ static unsigned stack_from_fault_frame(uint64_t *ips, unsigned max, ucontext_t *
 	unw_word_t ip, fsp;
 	if (unw_init_local2(&cur, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) < 0)
 		return 0;
-	bool after_signal = false;
 	for (unsigned frames = 0;; frames++) {
 		if (frames > 4 * FLTRACE_MAX_STACK_DEPTH || unw_get_reg(&cur, UNW_REG_IP, &ip) < 0 ||
 		    unw_get_reg(&cur, UNW_REG_SP, &fsp) < 0)
 			return 0;
-		/* The frame just past the kernel's signal frame (sigreturn's): its ip is exact, an
-		 * interrupted instruction rather than a return address. */
-		bool signal_frame = unw_is_signal_frame(&cur) > 0;
-		if (ip == pc && fsp == sp && (signal_frame || after_signal))
+		/* libunwind marks a frame reached through a signal frame as one: its ip is exact,
+		 * an interrupted instruction rather than a return address. */
+		if (ip == pc && fsp == sp && unw_is_signal_frame(&cur) > 0)
 			break;
-		after_signal = signal_frame;
 		if (unw_step(&cur) <= 0)
 			return 0;
 	}
