@@ -136,12 +136,20 @@ static int wait_served(struct rt_thread *t)
 	return served;
 }
 
-static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
+/* This thread's slot (NULL if it never faulted): cached, but looked up again in a fork child, whose
+ * thread id differs. */
+static struct rt_thread *stack_own_slot(void)
 {
-	int saved_errno = errno;
 	struct rt_thread *t = tls_thread;
 	if (!t || atomic_load(&t->tid) != rt_gettid())
 		t = tls_thread = threads_find(rt_gettid());
+	return t;
+}
+
+static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
+{
+	int saved_errno = errno;
+	struct rt_thread *t = stack_own_slot();
 	if (t)
 		atomic_fetch_add(&t->signals_taken, 1);
 	int expected = REQ_PENDING;
@@ -210,6 +218,12 @@ void handler_signal_init(void)
 	rt_real_sigaction(rt.sig, &sa, NULL);
 }
 
+static bool request_open(const struct rt_thread *t)
+{
+	int s = atomic_load(&t->state);
+	return s == REQ_CLAIMED || s == REQ_PENDING;
+}
+
 /* A signal of the program's own, before its handler runs (preload/signals.c puts fltrace's entry
  * before every handler the program installs). The thread may have left a fault for it whose page a
  * handler thread is putting in right now, the stack signal to follow once the page is in. Counted
@@ -217,23 +231,15 @@ void handler_signal_init(void)
  * does not go on to serve it unsignalled. And once one has claimed the fault, the program's handler
  * waits until the stack signal has been taken (it arrives here, on top): run at once, it could
  * return to the faulting instruction, find the page in place and run on, and the stack read at the
- * stack signal would then not be the fault's. */
-static bool request_open(const struct rt_thread *t)
-{
-	int s = atomic_load(&t->state);
-	return s == REQ_CLAIMED || s == REQ_PENDING;
-}
-
-/* The stack signal is let in meanwhile, whatever the program's handler blocks (one installed
- * before fltrace started, or by a raw system call, may block it); and after PROGRAM_WAIT_NS the
- * handler runs anyway (a handler thread stuck that long has failed in some other way). */
+ * stack signal would then not be the fault's. The stack signal is let in meanwhile, whatever the
+ * program's handler blocks (one installed before fltrace started, or by a raw system call, may
+ * block it); and after PROGRAM_WAIT_NS the handler runs anyway (a handler thread stuck that long
+ * has failed in some other way). */
 #define PROGRAM_WAIT_NS (5000 * 1000 * 1000ull)
 void stack_before_program_handler(void)
 {
 	int saved_errno = errno;
-	struct rt_thread *t = tls_thread;
-	if (!t || atomic_load(&t->tid) != rt_gettid())
-		t = tls_thread = threads_find(rt_gettid());
+	struct rt_thread *t = stack_own_slot();
 	if (t) {
 		atomic_fetch_add(&t->signals_taken, 1);
 		atomic_store_explicit(&rt.program_signal_ns, rt_mono_ns(), memory_order_relaxed);
