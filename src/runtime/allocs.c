@@ -149,7 +149,7 @@ static bool table_remove(uintptr_t p)
 static void allocs_write(uintptr_t p, size_t size, unsigned kind, unsigned flags)
 {
 	uint32_t rsize = ft_rec_size(sizeof(struct ft_alloc));
-	uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
+	uint64_t ips[PREFAULT_IPS_MAX];
 	unsigned depth;
 	uint32_t stack = prefault_caller_stack_ips(ips, &depth);
 	/* --keep-local: decided once, here, from the stack just unwound for the record. */

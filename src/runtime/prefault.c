@@ -56,20 +56,21 @@ bool prefault_is_own_frame(uint64_t ip)
  * take that lock again on this thread and never return (seen: python3 at -L 2, threads importing). */
 uint32_t prefault_caller_stack(void)
 {
-	uint64_t ips[FLTRACE_MAX_STACK_DEPTH + 8];
+	uint64_t ips[PREFAULT_IPS_MAX];
 	unsigned n;
 	return prefault_caller_stack_ips(ips, &n);
 }
 
+/* ips holds PREFAULT_IPS_MAX entries, sized by --depth: this runs on the program's stack, which
+ * may be small (a thread's of 16 KiB). */
 uint32_t prefault_caller_stack_ips(uint64_t *ips, unsigned *depth)
 {
-	void *buf[FLTRACE_MAX_STACK_DEPTH + 8];
 	struct own_code c = threads_own_code_begin();
-	int n = unw_backtrace(buf, (int)rt.cfg.stack_depth + 8);
+	int n = unw_backtrace((void **)ips, (int)PREFAULT_IPS_MAX);
 	unsigned d = 0;
-	for (int i = 0; i < n && d < rt.cfg.stack_depth; i++)
-		if (d || !prefault_is_own_frame((uint64_t)buf[i]))
-			ips[d++] = (uint64_t)buf[i];
+	for (int i = 0; i < n && d < rt.cfg.stack_depth; i++) /* in place: d <= i */
+		if (d || !prefault_is_own_frame(ips[i]))
+			ips[d++] = ips[i];
 	/* Still busy while the stack is interned: a signal of the program's whose handler faults
 	 * while this thread holds the trace's stack lock would otherwise bring the stack signal,
 	 * whose handler takes that lock again (sigalarm --files=all at -L 1 hung so). */

@@ -16,7 +16,9 @@ void prefault_call_begin(int nr); /* the kernel will fault in the call: leave th
 void prefault_call_end(void);
 bool prefault_is_own_frame(uint64_t ip);
 uint32_t prefault_caller_stack(void); /* the caller's stack without our frames, interned */
-/* The same, and its return addresses: ips needs FLTRACE_MAX_STACK_DEPTH + 8 entries. */
+/* The same, and its return addresses: ips needs PREFAULT_IPS_MAX entries (a variable length
+ * array: --depth and our own frames, on the program's stack). */
+#define PREFAULT_IPS_MAX (rt.cfg.stack_depth + 8)
 uint32_t prefault_caller_stack_ips(uint64_t *ips, unsigned *depth);
 
 #endif

@@ -18,16 +18,16 @@
 
 static __thread struct rt_thread *tls_thread;
 
+/* Unwinds from here, up through the signal frame, into ips (max + 16 entries: the frames of this
+ * handler come first, then dropped). */
 static unsigned stack_from_unwinder(uint64_t *ips, unsigned max, uint64_t fault_ip)
 {
-	void *buf[FLTRACE_MAX_STACK_DEPTH + 16];
-	int n = unw_backtrace(buf, (int)(max + 16));
+	int n = unw_backtrace((void **)ips, (int)(max + 16));
 	for (int i = 0; i < n; i++) {
-		if ((uint64_t)buf[i] != fault_ip)
+		if (ips[i] != fault_ip)
 			continue;
-		unsigned d = 0;
-		for (int j = i; j < n && d < max; j++)
-			ips[d++] = (uint64_t)buf[j];
+		unsigned d = (unsigned)(n - i) < max ? (unsigned)(n - i) : max;
+		memmove(ips, &ips[i], d * sizeof(*ips));
 		/* More frames than kept, or the buffer filled up: the stack was cut at --depth. */
 		if (n - i > (int)max || n == (int)(max + 16))
 			atomic_fetch_add(&rt.stats.stacks_cut, 1);
@@ -107,12 +107,13 @@ static unsigned stack_for_syscall(struct ft_fault *f, uint64_t *ips, unsigned d)
 /* The stack at the fault, from the signal's context. The signal was queued before the page was put
  * in place, so the thread has not run past its fault: the signal arrived at the faulting
  * instruction, or in a handler of the program's own signal that interrupted it there. */
-static unsigned stack_at_fault(const struct rt_thread *t, ucontext_t *uc, uint64_t *ips)
+static unsigned stack_at_fault(const struct rt_thread *t, ucontext_t *uc, uint64_t *ips, bool own_stack)
 {
 	uint64_t ip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
 	if (ip != t->pc_at_fault)
 		return stack_from_fault_frame(ips, rt.cfg.stack_depth, uc, t->pc_at_fault, t->sp_at_fault);
-	unsigned d = stack_from_unwinder(ips, rt.cfg.stack_depth, ip);
+	/* From a stack of our own, the unwinder has no way back to the signal frame. */
+	unsigned d = own_stack ? 0 : stack_from_unwinder(ips, rt.cfg.stack_depth, ip);
 	return d ? d : stack_from_context(ips, rt.cfg.stack_depth, uc);
 }
 
@@ -146,8 +147,89 @@ static struct rt_thread *stack_own_slot(void)
 	return t;
 }
 
+/* The fault's stack taken and recorded, once its page is in. */
+struct stack_job {
+	struct rt_thread *t;
+	ucontext_t *uc;
+	bool own_stack; /* running on the slot's own stack (stack_on_own) */
+};
+
+static void stack_take_and_record(void *arg)
+{
+	struct stack_job *j = arg;
+	struct rt_thread *t = j->t;
+	uint64_t ips[rt.cfg.stack_depth + 16];
+	uint64_t t0 = rt_mono_ns();
+	unsigned d = stack_at_fault(t, j->uc, ips, j->own_stack); /* meanwhile the handler puts the page in */
+	t0 = rt_time_add(&rt.stats.time.sigstack, t0);
+	int served = wait_served(t);
+	t0 = rt_time_add(&rt.stats.time.sigwait, t0);
+	if (served != 1)
+		return;
+	/* The request is complete only now (its kind: zero, re-fetch or file). Counted here, not by
+	 * the handler thread, which may run only after this thread has gone on and exited: the last
+	 * stats line would then miss a fault its trace holds (seen under load). */
+	count_fault(t->flags, t->kind);
+	struct ft_fault f;
+	fault_fill(&f, t, atomic_load(&t->tid));
+	f.ip = t->pc_at_fault;
+	f.origin = FT_ORIGIN_USER;
+	if (rt_tls_prefault.nr >= 0)
+		d = stack_for_syscall(&f, ips, d);
+	if (d) {
+		f.stack_id = trace_stack_id(ips, d);
+		f.stack_status = FT_STACK_OK;
+	} else {
+		f.stack_status = FT_STACK_NONE;
+		bool at_fault = (uint64_t)j->uc->uc_mcontext.gregs[REG_RIP] == t->pc_at_fault;
+		count_nostack(at_fault ? NOSTACK_UNWIND : NOSTACK_MOVED);
+	}
+	f.latency_ns = latency_since(t->arrival_ns);
+	trace_write_fault(&f);
+	rt_time_add(&rt.stats.time.sigrecord, t0);
+}
+
+/* Calls fn(arg) with the stack pointer at top (16-byte aligned) and returns on the caller's stack:
+ * an ordinary call (the callee keeps the registers the ABI says it keeps), rbp holding the way
+ * back. Written by hand: no library switches stacks without system calls (swapcontext saves and
+ * sets the signal mask). */
+__attribute__((visibility("hidden"))) void stack_call_on(void *arg, void (*fn)(void *), void *top);
+__asm__(".text\n"
+	".globl stack_call_on\n"
+	".hidden stack_call_on\n"
+	".type stack_call_on, @function\n"
+	".p2align 4\n"
+	"stack_call_on:\n"
+	"	endbr64\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	mov %rdx, %rsp\n"
+	"	call *%rsi\n"
+	"	mov %rbp, %rsp\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".size stack_call_on, .-stack_call_on\n");
+
+/* The thread was on its alternate stack (a handler of the program's own running there, or the
+ * entry in front of it): this signal's frame went there too, into what the program sized for its
+ * handler (8 KiB is common, and unwinding takes more). The stack is then taken on a stack of the
+ * slot's own, made at the first need and kept with the slot; 0 if it cannot be made. */
+#define OWN_STACK_BYTES (256 * 1024)
+static void *stack_own_top(struct rt_thread *t, const ucontext_t *uc)
+{
+	/* The context holds the alternate stack as set (its ss_flags are sigaltstack's, not whether
+	 * the thread was on it): this frame lies within it or not. */
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0), alt = (uintptr_t)uc->uc_stack.ss_sp;
+	if (uc->uc_stack.ss_flags & SS_DISABLE || here - alt >= uc->uc_stack.ss_size)
+		return NULL;
+	if (!t->own_stack)
+		t->own_stack = rt_map(OWN_STACK_BYTES);
+	return t->own_stack ? (char *)t->own_stack + OWN_STACK_BYTES : NULL;
+}
+
 static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 {
+	(void)sig, (void)si;
 	int saved_errno = errno;
 	struct rt_thread *t = stack_own_slot();
 	if (t)
@@ -162,34 +244,13 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	if (from >= 0 && from != cpu)
 		atomic_fetch_add_explicit(&rt.stats.signals_remote, 1, memory_order_relaxed);
 	rt_tls_internal++;
-	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
-	uint64_t t0 = rt_mono_ns();
-	unsigned d = stack_at_fault(t, ucv, ips); /* meanwhile the handler puts the page in */
-	t0 = rt_time_add(&rt.stats.time.sigstack, t0);
-	int served = wait_served(t);
-	t0 = rt_time_add(&rt.stats.time.sigwait, t0);
-	if (served == 1) {
-		/* The request is complete only now (its kind: zero, re-fetch or file). Counted here, not
-		 * by the handler thread, which may run only after this thread has gone on and exited:
-		 * the last stats line would then miss a fault its trace holds (seen under load). */
-		count_fault(t->flags, t->kind);
-		struct ft_fault f;
-		fault_fill(&f, t, atomic_load(&t->tid));
-		f.ip = t->pc_at_fault;
-		f.origin = FT_ORIGIN_USER;
-		if (rt_tls_prefault.nr >= 0)
-			d = stack_for_syscall(&f, ips, d);
-		if (d) {
-			f.stack_id = trace_stack_id(ips, d);
-			f.stack_status = FT_STACK_OK;
-		} else {
-			f.stack_status = FT_STACK_NONE;
-			bool at_fault = (uint64_t)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP] == t->pc_at_fault;
-			count_nostack(at_fault ? NOSTACK_UNWIND : NOSTACK_MOVED);
-		}
-		f.latency_ns = latency_since(t->arrival_ns);
-		trace_write_fault(&f);
-		rt_time_add(&rt.stats.time.sigrecord, t0);
+	struct stack_job job = { .t = t, .uc = ucv };
+	void *top = stack_own_top(t, ucv);
+	if (top) {
+		job.own_stack = true;
+		stack_call_on(&job, stack_take_and_record, top);
+	} else {
+		stack_take_and_record(&job);
 	}
 	rt_tls_internal--;
 	atomic_store(&t->busy, 0);

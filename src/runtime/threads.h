@@ -34,6 +34,7 @@ struct rt_thread {
 	_Atomic int signal_cpu;     /* the CPU of the poller that sent it its pending signal (-1: not a poller) */
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
 	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
+	void *own_stack;            /* a stack for the stack signal's work off the program's alternate stack (stack.c) */
 };
 int threads_init(void);
 struct rt_thread *threads_get(int tid);  /* find or create (handler side) */

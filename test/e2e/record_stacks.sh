@@ -96,3 +96,9 @@ timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/sigview
 expect_eq sigview_quiet_stacks "faults at the touching line, with their stack" 3000 \
 	"$(rows "$dir" | awk -v l="sigview.c:$(src_line sigview.c SIGVIEW-QUIET-TOUCH)" '$4 == l && $3 > 1 { n += $1 } END { print n + 0 }')"
 expect_stat sigview_quiet_page_first "$dir" faults_signal_first -eq 0
+# A handler on an 8 KiB alternate stack (sigaltstack, as most programs size it) that faults: the
+# stack signal's frame lands there too, and its unwinding moves to a stack of fltrace's own
+# (without that, 16 KiB of it overran the guard page: SIGSEGV).
+same_output sigview_altstack "-L 8 -M 256" "$PROGS/sigview" altstack 300
+expect_eq sigview_altstack_stacks "faults at the handler's touching line, with their stack" 300 \
+	"$(rows "$TMP/sigview_altstack" | awk -v l="sigview.c:$(src_line sigview.c SIGVIEW-ALT-TOUCH)" '$4 == l && $3 > 1 { n += $1 } END { print n + 0 }')"

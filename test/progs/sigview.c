@@ -3,7 +3,8 @@
  * returns to. fltrace runs the program's handlers behind an entry of its own; none of it may show.
  * Touches fresh pages inside the handlers, so that their faults are served there. `sigview quiet N`
  * installs a handler that never runs and touches N fresh pages. Output depends only on the
- * arguments. Usage: sigview [quiet N] */
+ * arguments. `sigview altstack N` runs a handler on an 8 KiB sigaltstack (SIGSTKSZ as most programs
+ * size it, a guard page below) that touches N fresh pages. Usage: sigview [quiet N | altstack N] */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,10 +78,44 @@ static int quiet(int n)
 	return 0;
 }
 
+static void on_alt(int sig)
+{
+	(void)sig;
+	for (int i = 0; i < next_page; i++)
+		pages[(size_t)i << 12] = (char)i; /* SIGVIEW-ALT-TOUCH */
+	ran_plain++;
+}
+
+/* The handler's faults are taken on the program's alternate stack: fltrace's stack signal arrives
+ * there too, and must fit in what the program's handler leaves of it. */
+static int altstack(int n)
+{
+	enum { ALT = 8192, GUARD = 4096 };
+	char *m = mmap(NULL, GUARD + ALT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	mprotect(m, GUARD, PROT_NONE);
+	stack_t ss = { .ss_sp = m + GUARD, .ss_size = ALT };
+	sigaltstack(&ss, NULL);
+	pages = mmap(NULL, (size_t)n << 12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	next_page = n;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alt;
+	sa.sa_flags = SA_ONSTACK;
+	sigaction(SIGUSR1, &sa, NULL);
+	raise(SIGUSR1);
+	long sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += pages[(size_t)i << 12];
+	printf("altstack handler ran %d, sum %ld\n", ran_plain, sum);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "quiet") == 0)
 		return quiet(atoi(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "altstack") == 0)
+		return altstack(atoi(argv[2]));
 	pages = mmap(NULL, 64 << 12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
