@@ -1,8 +1,10 @@
 /* Interposed signal calls: the program may neither block nor take over the signal that asks a
  * thread for its stack, and its own handlers run behind an entry of fltrace's (program_signal). */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../src/runtime/rt.h"
 #include "../src/runtime/handler.h"
@@ -15,7 +17,7 @@ typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
  * entry, the program sees its own handler (sigaction's old action, signal's answer). The entry lets
  * a thread that such a signal took out of its fault take its stack signal first
  * (stack_before_program_handler), so that the stack signal can go once the page is in place. A
- * handler installed by a raw system call, or by glibc's internal calls (sigset), runs without it. */
+ * handler installed by a raw system call runs without it. */
 typedef void (*action_fn)(int, siginfo_t *, void *);
 static struct {
 	_Atomic(action_fn) fn;
@@ -57,8 +59,39 @@ static struct sigaction as_installed(int sig, const struct sigaction *sa)
 	return kept;
 }
 
+/* One signal's entry in the table and its action in the kernel change together, one thread at a
+ * time: two threads installing at once could leave the entry running the handler the kernel was
+ * not last given. The holder is pid << 32 | tid. The holding thread itself goes through (a handler
+ * of its own calling sigaction meanwhile; signals are not blocked around it, which sigset and
+ * sighold would see), and a lock held by a thread of the parent when it forked is the child's. */
+static _Atomic uint64_t action_locks[_NSIG];
+
+/* The signal whose lock was taken, 0 if none was (unknown signal, or already this thread's). */
+static int action_lock(int sig)
+{
+	if (sig <= 0 || sig >= _NSIG)
+		return 0;
+	uint64_t me = (uint64_t)getpid() << 32 | (uint32_t)rt_gettid();
+	for (;;) {
+		uint64_t holder = 0;
+		if (atomic_compare_exchange_strong(&action_locks[sig], &holder, me))
+			return sig;
+		if (holder == me)
+			return 0;
+		if ((holder >> 32) != (me >> 32) && atomic_compare_exchange_strong(&action_locks[sig], &holder, me))
+			return sig; /* held across a fork: no one here will let it go */
+		sched_yield();
+	}
+}
+
+static void action_unlock(int locked)
+{
+	if (locked)
+		atomic_store(&action_locks[locked], 0);
+}
+
 /* Installs `sa` for the program: a handler behind program_signal, the stack signal never blocked by
- * it. The old action is the program's own. */
+ * it. The old action is the program's own. Called with the signal's action_lock held. */
 static int program_sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 {
 	bool known = sig > 0 && sig < _NSIG;
@@ -96,7 +129,10 @@ EXPORT int sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 			memset(old, 0, sizeof(*old));
 		return 0; /* taken by fltrace: the program's handler would never run anyway */
 	}
-	return program_sigaction(sig, sa, old);
+	int locked = action_lock(sig);
+	int r = program_sigaction(sig, sa, old);
+	action_unlock(locked);
+	return r;
 }
 
 static int mask_call(sigmask_fn fn, int how, const sigset_t *set, sigset_t *old)
@@ -124,25 +160,65 @@ EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	return mask_call(fn, how, set, old);
 }
 
-/* glibc's signal() calls its internal sigaction, which the wrapper above cannot see. */
-EXPORT sighandler_t signal(int sig, sighandler_t handler)
+/* glibc's signal(), sigset(), bsd_signal() and sysv_signal() call its internal sigaction, which the
+ * wrapper above cannot see: each is called as it is (its flags and mask, siginterrupt's too), then
+ * the handler it installed goes behind the entry, and its answer names the program's handler. */
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+
+static sighandler_t signal_call(const char *name, signal_fn *fn, int sig, sighandler_t handler)
 {
 	if (handler_owns_signal(sig))
 		return SIG_DFL;
+	if (!*fn)
+		*fn = (signal_fn)rt_libc_next(name);
 	bool known = sig > 0 && sig < _NSIG;
+	int locked = action_lock(sig);
 	sighandler_t before = known ? program_actions[sig].as_given.sa_handler : SIG_DFL;
-	static sighandler_t (*fn)(int, sighandler_t);
-	if (!fn)
-		fn = (sighandler_t (*)(int, sighandler_t))rt_libc_next("signal");
-	sighandler_t old = fn(sig, handler); /* glibc's flags and mask (siginterrupt's too) */
-	if (old == SIG_ERR)
-		return old;
-	if ((void *)old == (void *)program_signal)
-		old = before;
-	/* Then behind the entry, as it stands. */
-	struct sigaction now;
-	if (handler != SIG_DFL && handler != SIG_IGN && rt_real_sigaction(sig, NULL, &now) == 0 &&
-	    now.sa_handler == handler)
-		program_sigaction(sig, &now, NULL);
+	sighandler_t old = (*fn)(sig, handler);
+	int err = errno;
+	if (old != SIG_ERR) {
+		if ((void *)old == (void *)program_signal)
+			old = before;
+		struct sigaction now;
+		if (handler != SIG_DFL && handler != SIG_IGN && handler != SIG_HOLD &&
+		    rt_real_sigaction(sig, NULL, &now) == 0 && now.sa_handler == handler)
+			program_sigaction(sig, &now, NULL);
+		else if (known && rt_real_sigaction(sig, NULL, &now) == 0 && (void *)now.sa_handler != (void *)program_signal)
+			program_actions[sig].as_given = now; /* SIG_DFL, SIG_IGN, or held as it was */
+	}
+	action_unlock(locked);
+	errno = err;
 	return old;
+}
+
+EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+	static signal_fn fn;
+	return signal_call("signal", &fn, sig, handler);
+}
+
+EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	static signal_fn fn;
+	return signal_call("bsd_signal", &fn, sig, handler);
+}
+
+EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	static signal_fn fn;
+	return signal_call("sysv_signal", &fn, sig, handler);
+}
+
+/* What signal() is under strict X/Open (signal.h defines it so). */
+EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
+{
+	static signal_fn fn;
+	return signal_call("__sysv_signal", &fn, sig, handler);
+}
+
+/* sigset() answers SIG_HOLD for a signal that was blocked, whatever its handler. */
+EXPORT sighandler_t sigset(int sig, sighandler_t disp)
+{
+	static signal_fn fn;
+	return signal_call("sigset", &fn, sig, disp);
 }

@@ -96,6 +96,14 @@ timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$dir" -- "$PROGS/sigview
 expect_eq sigview_quiet_stacks "faults at the touching line, with their stack" 3000 \
 	"$(rows "$dir" | awk -v l="sigview.c:$(src_line sigview.c SIGVIEW-QUIET-TOUCH)" '$4 == l && $3 > 1 { n += $1 } END { print n + 0 }')"
 expect_stat sigview_quiet_page_first "$dir" faults_signal_first -eq 0
+# Handlers installed by sigset, bsd_signal, sysv_signal and __sysv_signal (glibc installs them by
+# its internal sigaction) run behind the entry too: the kernel holds the entry, the program sees
+# its own answers (sigset's SIG_HOLD included), and the faults in them keep their stacks.
+same_output sigview_family "-L 8 -M 256" "$PROGS/sigview" family
+expect_stat sigview_family_stacks "$TMP/sigview_family" faults_nostack -eq 0
+expect_eq sigview_family_entry "handlers the kernel holds the entry for" 4 \
+	"$(SIGVIEW_RAW=1 timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$TMP/sigview_family_raw" -- \
+		"$PROGS/sigview" family 2>&1 | grep -c "^raw .*: not the program's handler")"
 # A handler on an 8 KiB alternate stack (sigaltstack, as most programs size it) that faults: the
 # stack signal's frame lands there too, and its unwinding moves to a stack of fltrace's own
 # (without that, 16 KiB of it overran the guard page: SIGSEGV).

@@ -4,14 +4,22 @@
  * Touches fresh pages inside the handlers, so that their faults are served there. `sigview quiet N`
  * installs a handler that never runs and touches N fresh pages. Output depends only on the
  * arguments. `sigview altstack N` runs a handler on an 8 KiB sigaltstack (SIGSTKSZ as most programs
- * size it, a guard page below) that touches N fresh pages. Usage: sigview [quiet N | altstack N] */
+ * size it, a guard page below) that touches N fresh pages. `sigview family` installs handlers with
+ * sigset, bsd_signal, sysv_signal and __sysv_signal (with SIGVIEW_RAW set, it also says whether
+ * the kernel holds the program's handler itself: natively it does). Usage: sigview [quiet N |
+ * altstack N | family] */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+sighandler_t bsd_signal(int sig, sighandler_t handler);
+sighandler_t sysv_signal(int sig, sighandler_t handler);
+sighandler_t __sysv_signal(int sig, sighandler_t handler);
 
 static volatile int ran_info, ran_plain, info_value, info_code;
 static char *pages;
@@ -110,8 +118,54 @@ static int altstack(int n)
 	return 0;
 }
 
+static const char *name_of(sighandler_t h)
+{
+	return h == SIG_DFL ? "default" : h == SIG_IGN ? "ignore" : h == SIG_HOLD ? "hold" :
+	       h == on_plain ? "on_plain" : h == SIG_ERR ? "error" : "other";
+}
+
+/* Whether the kernel holds `h` itself for sig: read past every wrapper. */
+static void raw_view(const char *what, int sig, sighandler_t h)
+{
+	if (!getenv("SIGVIEW_RAW"))
+		return;
+	struct { void *handler; unsigned long flags; void *restorer; unsigned long mask; } k;
+	syscall(SYS_rt_sigaction, sig, NULL, &k, 8);
+	fprintf(stderr, "raw %s: %s\n", what, k.handler == (void *)h ? "the program's handler" : "not the program's handler");
+}
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* sigset: old, still in use */
+static int family(void)
+{
+	pages = mmap(NULL, 64 << 12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	printf("sigset answered %s\n", name_of(sigset(SIGUSR1, on_plain)));
+	raw_view("sigset", SIGUSR1, on_plain);
+	show("sigset", SIGUSR1);
+	raise(SIGUSR1);
+	printf("sigset(SIG_HOLD) answered %s\n", name_of(sigset(SIGUSR1, SIG_HOLD)));
+	raise(SIGUSR1); /* held: runs once released */
+	printf("on_plain ran %d while held\n", ran_plain);
+	printf("sigset again answered %s\n", name_of(sigset(SIGUSR1, on_plain)));
+	printf("on_plain ran %d released\n", ran_plain);
+	printf("bsd_signal answered %s\n", name_of(bsd_signal(SIGUSR2, on_plain)));
+	raw_view("bsd_signal", SIGUSR2, on_plain);
+	raise(SIGUSR2);
+	printf("sysv_signal answered %s\n", name_of(sysv_signal(SIGUSR2, on_plain)));
+	raw_view("sysv_signal", SIGUSR2, on_plain);
+	show("sysv_signal", SIGUSR2);
+	raise(SIGUSR2);
+	show("sysv_signal after", SIGUSR2);
+	printf("__sysv_signal answered %s\n", name_of(__sysv_signal(SIGHUP, on_plain)));
+	raw_view("__sysv_signal", SIGHUP, on_plain);
+	raise(SIGHUP);
+	printf("on_plain ran %d\n", ran_plain);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "family") == 0)
+		return family();
 	if (argc == 3 && strcmp(argv[1], "quiet") == 0)
 		return quiet(atoi(argv[2]));
 	if (argc == 3 && strcmp(argv[1], "altstack") == 0)
