@@ -191,34 +191,16 @@ static sighandler_t signal_call(const char *name, signal_fn *fn, int sig, sighan
 	return old;
 }
 
-EXPORT sighandler_t signal(int sig, sighandler_t handler)
-{
-	static signal_fn fn;
-	return signal_call("signal", &fn, sig, handler);
-}
-
-EXPORT sighandler_t bsd_signal(int sig, sighandler_t handler)
-{
-	static signal_fn fn;
-	return signal_call("bsd_signal", &fn, sig, handler);
-}
-
-EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
-{
-	static signal_fn fn;
-	return signal_call("sysv_signal", &fn, sig, handler);
-}
-
-/* What signal() is under strict X/Open (signal.h defines it so). */
-EXPORT sighandler_t __sysv_signal(int sig, sighandler_t handler)
-{
-	static signal_fn fn;
-	return signal_call("__sysv_signal", &fn, sig, handler);
-}
-
-/* sigset() answers SIG_HOLD for a signal that was blocked, whatever its handler. */
-EXPORT sighandler_t sigset(int sig, sighandler_t disp)
-{
-	static signal_fn fn;
-	return signal_call("sigset", &fn, sig, disp);
-}
+/* Each calls glibc's own by name. __sysv_signal is what signal() is under strict X/Open (signal.h
+ * defines it so); sigset() answers SIG_HOLD for a signal that was blocked, whatever its handler. */
+#define SIGNAL_WRAPPER(name)                                        \
+	EXPORT sighandler_t name(int sig, sighandler_t handler)     \
+	{                                                           \
+		static signal_fn fn;                                \
+		return signal_call(#name, &fn, sig, handler);       \
+	}
+SIGNAL_WRAPPER(signal)
+SIGNAL_WRAPPER(bsd_signal)
+SIGNAL_WRAPPER(sysv_signal)
+SIGNAL_WRAPPER(__sysv_signal)
+SIGNAL_WRAPPER(sigset)
