@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../src/runtime/rt.h"
@@ -29,9 +30,10 @@ static struct {
 static void program_signal(int sig, siginfo_t *si, void *uc)
 {
 	action_fn fn = atomic_load(&program_actions[sig].fn); /* the one installed at delivery */
-	stack_before_program_handler();
+	struct program_alt was = stack_before_program_handler(uc);
 	if (fn)
 		fn(sig, si, uc);
+	stack_after_program_handler(was); /* not reached if it jumps out: harmless (stack.c) */
 }
 
 /* The old action as the program installed it: its handler where the kernel has the entry; where a
@@ -61,33 +63,45 @@ static struct sigaction as_installed(int sig, const struct sigaction *sa)
 
 /* One signal's entry in the table and its action in the kernel change together, one thread at a
  * time: two threads installing at once could leave the entry running the handler the kernel was
- * not last given. The holder is pid << 32 | tid. The holding thread itself goes through (a handler
- * of its own calling sigaction meanwhile; signals are not blocked around it, which sigset and
- * sighold would see), and a lock held by a thread of the parent when it forked is the child's. */
-static _Atomic uint64_t action_locks[_NSIG];
+ * not last given. Held with every signal blocked: a handler that jumps out (siglongjmp) would
+ * otherwise leave it held for good, and one that installs a handler would wait for itself. The
+ * section takes microseconds: a lock held for LOCK_STALE_NS is one a fork child inherited from a
+ * thread it does not have, and is taken over. (A vfork child shares the table with its parent:
+ * POSIX lets it call nothing but _exit and exec.) */
+#define LOCK_STALE_NS (1000 * 1000 * 1000ull)
+static _Atomic uint64_t action_locks[_NSIG]; /* the holder's thread id, 0 if free */
 
-/* The signal whose lock was taken, 0 if none was (unknown signal, or already this thread's). */
-static int action_lock(int sig)
+struct action_lock {
+	int sig;      /* 0: nothing locked (a signal past the table) */
+	uint64_t was; /* the signal mask to restore */
+};
+
+static struct action_lock action_lock(int sig)
 {
-	if (sig <= 0 || sig >= _NSIG)
-		return 0;
-	uint64_t me = (uint64_t)getpid() << 32 | (uint32_t)rt_gettid();
+	struct action_lock l = { sig > 0 && sig < _NSIG ? sig : 0, 0 };
+	uint64_t all = ~0ull;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &l.was, sizeof(all));
+	if (!l.sig)
+		return l;
+	uint64_t me = (uint32_t)rt_gettid(), since = 0;
 	for (;;) {
 		uint64_t holder = 0;
-		if (atomic_compare_exchange_strong(&action_locks[sig], &holder, me))
-			return sig;
-		if (holder == me)
-			return 0;
-		if ((holder >> 32) != (me >> 32) && atomic_compare_exchange_strong(&action_locks[sig], &holder, me))
-			return sig; /* held across a fork: no one here will let it go */
+		if (atomic_compare_exchange_strong(&action_locks[l.sig], &holder, me))
+			return l;
+		uint64_t now = rt_mono_ns();
+		if (!since)
+			since = now;
+		else if (now - since > LOCK_STALE_NS && atomic_compare_exchange_strong(&action_locks[l.sig], &holder, me))
+			return l;
 		sched_yield();
 	}
 }
 
-static void action_unlock(int locked)
+static void action_unlock(struct action_lock l)
 {
-	if (locked)
-		atomic_store(&action_locks[locked], 0);
+	if (l.sig)
+		atomic_store(&action_locks[l.sig], 0);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &l.was, NULL, sizeof(l.was));
 }
 
 /* Installs `sa` for the program: a handler behind program_signal, the stack signal never blocked by
@@ -129,9 +143,11 @@ EXPORT int sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 			memset(old, 0, sizeof(*old));
 		return 0; /* taken by fltrace: the program's handler would never run anyway */
 	}
-	int locked = action_lock(sig);
+	struct action_lock l = action_lock(sig);
 	int r = program_sigaction(sig, sa, old);
-	action_unlock(locked);
+	int err = errno;
+	action_unlock(l);
+	errno = err;
 	return r;
 }
 
@@ -160,9 +176,10 @@ EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 	return mask_call(fn, how, set, old);
 }
 
-/* glibc's signal(), sigset(), bsd_signal() and sysv_signal() call its internal sigaction, which the
- * wrapper above cannot see: each is called as it is (its flags and mask, siginterrupt's too), then
- * the handler it installed goes behind the entry, and its answer names the program's handler. */
+/* glibc's signal(), sigset(), bsd_signal(), sysv_signal() and ssignal() call its internal
+ * sigaction, which the wrapper above cannot see: each is called as it is (its flags and mask,
+ * siginterrupt's too; sigset looks at the signal mask, so this runs outside the lock), then the
+ * handler it installed goes behind the entry, and its answer names the program's handler. */
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
 
 static sighandler_t signal_call(const char *name, signal_fn *fn, int sig, sighandler_t handler)
@@ -172,21 +189,19 @@ static sighandler_t signal_call(const char *name, signal_fn *fn, int sig, sighan
 	if (!*fn)
 		*fn = (signal_fn)rt_libc_next(name);
 	bool known = sig > 0 && sig < _NSIG;
-	int locked = action_lock(sig);
 	sighandler_t before = known ? program_actions[sig].as_given.sa_handler : SIG_DFL;
 	sighandler_t old = (*fn)(sig, handler);
+	if (old == SIG_ERR)
+		return old;
 	int err = errno;
-	if (old != SIG_ERR) {
-		if ((void *)old == (void *)program_signal)
-			old = before;
-		struct sigaction now;
-		if (handler != SIG_DFL && handler != SIG_IGN && handler != SIG_HOLD &&
-		    rt_real_sigaction(sig, NULL, &now) == 0 && now.sa_handler == handler)
-			program_sigaction(sig, &now, NULL);
-		else if (known && rt_real_sigaction(sig, NULL, &now) == 0 && (void *)now.sa_handler != (void *)program_signal)
-			program_actions[sig].as_given = now; /* SIG_DFL, SIG_IGN, or held as it was */
-	}
-	action_unlock(locked);
+	if ((void *)old == (void *)program_signal)
+		old = before;
+	struct sigaction now;
+	struct action_lock l = action_lock(sig);
+	if (handler != SIG_DFL && handler != SIG_IGN && handler != SIG_HOLD &&
+	    rt_real_sigaction(sig, NULL, &now) == 0 && now.sa_handler == handler)
+		program_sigaction(sig, &now, NULL);
+	action_unlock(l);
 	errno = err;
 	return old;
 }
@@ -204,3 +219,16 @@ SIGNAL_WRAPPER(bsd_signal)
 SIGNAL_WRAPPER(sysv_signal)
 SIGNAL_WRAPPER(__sysv_signal)
 SIGNAL_WRAPPER(sigset)
+SIGNAL_WRAPPER(ssignal)
+
+/* sighold() blocks through glibc's internal sigprocmask: the stack signal is not the program's to
+ * block (as in mask_call). */
+EXPORT int sighold(int sig)
+{
+	static int (*fn)(int);
+	if (handler_owns_signal(sig))
+		return 0;
+	if (!fn)
+		fn = (int (*)(int))rt_libc_next("sighold");
+	return fn(sig);
+}

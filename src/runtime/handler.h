@@ -10,7 +10,14 @@ uint64_t handler_cpu_ns(void); /* their CPU time (user + system, polling include
 void handler_before_exit(void); /* pollers at SCHED_OTHER, to end at once with the process */
 void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
-void stack_before_program_handler(void); /* a signal of the program's own arrived */
+/* A signal of the program's own arrived (uc: its context); what stack_after_program_handler takes
+ * back once the program's handler has returned. */
+struct program_alt {
+	uintptr_t lo;
+	size_t size;
+};
+struct program_alt stack_before_program_handler(const void *uc);
+void stack_after_program_handler(struct program_alt was);
 void handler_open_procfile(int tid); /* before the program may drop root: see handler.c */
 void handler_watchdog(void); /* once a second: a stuck handler stops the program */
 int fault_bring_in(int fd, uintptr_t addr, uint32_t *pg, bool wake, uint8_t *kind, uint32_t *region);

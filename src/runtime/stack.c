@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -17,6 +18,10 @@
 #include "trace.h"
 
 static __thread struct rt_thread *tls_thread;
+/* The alternate stack a handler of the program's runs on, from its context at the entry (0 size:
+ * none). Left stale by a handler that jumps out: it then names the program's alternate stack
+ * still, which a frame of ours lies in only when the thread is on it. */
+static __thread struct program_alt tls_program_alt;
 
 /* Unwinds from here, up through the signal frame, into ips (max + 16 entries: the frames of this
  * handler come first, then dropped). */
@@ -194,21 +199,30 @@ static void stack_take_and_record(void *arg)
  * back. Written by hand: no library switches stacks without system calls (swapcontext saves and
  * sets the signal mask). */
 __attribute__((visibility("hidden"))) void stack_call_on(void *arg, void (*fn)(void *), void *top);
-__asm__(".text\n"
+__asm__(".pushsection .text\n"
 	".globl stack_call_on\n"
 	".hidden stack_call_on\n"
 	".type stack_call_on, @function\n"
 	".p2align 4\n"
 	"stack_call_on:\n"
+	"	.cfi_startproc\n"
 	"	endbr64\n"
 	"	push %rbp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	.cfi_offset %rbp, -16\n"
 	"	mov %rsp, %rbp\n"
+	"	.cfi_def_cfa_register %rbp\n"
 	"	mov %rdx, %rsp\n"
 	"	call *%rsi\n"
 	"	mov %rbp, %rsp\n"
+	"	.cfi_def_cfa %rsp, 16\n"
 	"	pop %rbp\n"
+	"	.cfi_restore %rbp\n"
+	"	.cfi_def_cfa_offset 8\n"
 	"	ret\n"
-	".size stack_call_on, .-stack_call_on\n");
+	"	.cfi_endproc\n"
+	".size stack_call_on, .-stack_call_on\n"
+	".popsection\n");
 
 /* The thread was on its alternate stack (a handler of the program's own running there, or the
  * entry in front of it): this signal's frame went there too, into what the program sized for its
@@ -218,12 +232,18 @@ __asm__(".text\n"
 static void *stack_own_top(struct rt_thread *t, const ucontext_t *uc)
 {
 	/* The context holds the alternate stack as set (its ss_flags are sigaltstack's, not whether
-	 * the thread was on it): this frame lies within it or not. */
+	 * the thread was on it): this frame lies within it or not. Set with SS_AUTODISARM, it was
+	 * cleared when the program's handler was entered: the entry kept it (tls_program_alt). */
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0), alt = (uintptr_t)uc->uc_stack.ss_sp;
-	if (uc->uc_stack.ss_flags & SS_DISABLE || here - alt >= uc->uc_stack.ss_size)
+	bool on_alt = !(uc->uc_stack.ss_flags & SS_DISABLE) && here - alt < uc->uc_stack.ss_size;
+	if (!on_alt && here - tls_program_alt.lo >= tls_program_alt.size)
 		return NULL;
-	if (!t->own_stack)
-		t->own_stack = rt_map(OWN_STACK_BYTES);
+	if (!t->own_stack) {
+		/* A guard page below: nothing of ours runs into the memory next to it. */
+		char *m = rt_map(OWN_STACK_BYTES + rt.page_size);
+		if (m && syscall(SYS_mprotect, m, rt.page_size, PROT_NONE) == 0)
+			t->own_stack = m + rt.page_size;
+	}
 	return t->own_stack ? (char *)t->own_stack + OWN_STACK_BYTES : NULL;
 }
 
@@ -297,8 +317,13 @@ static bool request_open(const struct rt_thread *t)
  * block it); and after PROGRAM_WAIT_NS the handler runs anyway (a handler thread stuck that long
  * has failed in some other way). */
 #define PROGRAM_WAIT_NS (5000 * 1000 * 1000ull)
-void stack_before_program_handler(void)
+struct program_alt stack_before_program_handler(const void *ucv)
 {
+	struct program_alt prev = tls_program_alt;
+	const ucontext_t *uc = ucv;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0), alt = (uintptr_t)uc->uc_stack.ss_sp;
+	if (!(uc->uc_stack.ss_flags & SS_DISABLE) && here - alt < uc->uc_stack.ss_size)
+		tls_program_alt = (struct program_alt){ alt, uc->uc_stack.ss_size };
 	int saved_errno = errno;
 	struct rt_thread *t = stack_own_slot();
 	if (t) {
@@ -314,6 +339,12 @@ void stack_before_program_handler(void)
 		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &was, NULL, sizeof(was));
 	}
 	errno = saved_errno;
+	return prev;
+}
+
+void stack_after_program_handler(struct program_alt was)
+{
+	tls_program_alt = was;
 }
 
 bool handler_owns_signal(int sig)

@@ -4,7 +4,8 @@
  * Touches fresh pages inside the handlers, so that their faults are served there. `sigview quiet N`
  * installs a handler that never runs and touches N fresh pages. Output depends only on the
  * arguments. `sigview altstack N` runs a handler on an 8 KiB sigaltstack (SIGSTKSZ as most programs
- * size it, a guard page below) that touches N fresh pages. `sigview family` installs handlers with
+ * size it, a guard page below) that touches N fresh pages; `altstack-autodisarm N` sets it with
+ * SS_AUTODISARM. `sigview family` installs handlers with
  * sigset, bsd_signal, sysv_signal and __sysv_signal (with SIGVIEW_RAW set, it also says whether
  * the kernel holds the program's handler itself: natively it does). Usage: sigview [quiet N |
  * altstack N | family] */
@@ -16,6 +17,10 @@
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1U << 31) /* linux/signal.h; glibc does not define it */
+#endif
 
 sighandler_t bsd_signal(int sig, sighandler_t handler);
 sighandler_t sysv_signal(int sig, sighandler_t handler);
@@ -96,12 +101,14 @@ static void on_alt(int sig)
 
 /* The handler's faults are taken on the program's alternate stack: fltrace's stack signal arrives
  * there too, and must fit in what the program's handler leaves of it. */
-static int altstack(int n)
+static int altstack(int n, int autodisarm)
 {
 	enum { ALT = 8192, GUARD = 4096 };
 	char *m = mmap(NULL, GUARD + ALT, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	mprotect(m, GUARD, PROT_NONE);
-	stack_t ss = { .ss_sp = m + GUARD, .ss_size = ALT };
+	/* SS_AUTODISARM, as Go and some runtimes set it: the kernel clears the setting while the
+	 * handler runs, so a signal nested in it cannot see it. */
+	stack_t ss = { .ss_sp = m + GUARD, .ss_size = ALT, .ss_flags = autodisarm ? SS_AUTODISARM : 0 };
 	sigaltstack(&ss, NULL);
 	pages = mmap(NULL, (size_t)n << 12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	next_page = n;
@@ -169,7 +176,9 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "quiet") == 0)
 		return quiet(atoi(argv[2]));
 	if (argc == 3 && strcmp(argv[1], "altstack") == 0)
-		return altstack(atoi(argv[2]));
+		return altstack(atoi(argv[2]), 0);
+	if (argc == 3 && strcmp(argv[1], "altstack-autodisarm") == 0)
+		return altstack(atoi(argv[2]), 1);
 	pages = mmap(NULL, 64 << 12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
