@@ -100,9 +100,13 @@ expect_stat sigview_quiet_page_first "$dir" faults_signal_first -eq 0
 # its internal sigaction) run behind the entry too: the kernel holds the entry, the program sees
 # its own answers (sigset's SIG_HOLD included), and the faults in them keep their stacks.
 same_output sigview_family "-L 8 -M 256" "$PROGS/sigview" family
-expect_eq sigview_family_entry "handlers the kernel holds the entry for" 4 \
-	"$(SIGVIEW_RAW=1 timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$TMP/sigview_family_raw" -- \
-		"$PROGS/sigview" family 2>&1 | grep -c "^raw .*: not the program's handler")"
+SIGVIEW_RAW=1 timeout -k 10 "$HANG" "$FLTRACE" record -L 8 -M 256 -o "$TMP/sigview_family_raw" -- \
+	"$PROGS/sigview" family > "$TMP/sigview_family_raw.out" 2>&1
+expect_eq sigview_family_entry "handlers the kernel holds the entry for" 5 \
+	"$(grep -c "^raw .*: not the program's handler" "$TMP/sigview_family_raw.out")"
+# sighold blocks through glibc's own sigprocmask: never the stack signal.
+expect_eq sigview_sighold "the stack signal after sighold" "raw sighold: SIGRTMAX-2 blocked 0" \
+	"$(grep "^raw sighold" "$TMP/sigview_family_raw.out")"
 # A handler on an 8 KiB alternate stack (sigaltstack, as most programs size it) that faults: the
 # stack signal's frame lands there too, and its unwinding moves to a stack of fltrace's own
 # (without that, 16 KiB of it overran the guard page: SIGSEGV).

@@ -6,8 +6,9 @@
  * arguments. `sigview altstack N` runs a handler on an 8 KiB sigaltstack (SIGSTKSZ as most programs
  * size it, a guard page below) that touches N fresh pages; `altstack-autodisarm N` sets it with
  * SS_AUTODISARM. `sigview family` installs handlers with
- * sigset, bsd_signal, sysv_signal and __sysv_signal (with SIGVIEW_RAW set, it also says whether
- * the kernel holds the program's handler itself: natively it does). Usage: sigview [quiet N |
+ * sigset, bsd_signal, sysv_signal, __sysv_signal and ssignal (with SIGVIEW_RAW set, it also says
+ * whether the kernel holds the program's handler itself, natively it does, and holds SIGRTMAX-2
+ * with sighold). Usage: sigview [quiet N |
  * altstack N | family] */
 #include <signal.h>
 #include <stdio.h>
@@ -165,6 +166,15 @@ static int family(void)
 	printf("__sysv_signal answered %s\n", name_of(__sysv_signal(SIGHUP, on_plain)));
 	raw_view("__sysv_signal", SIGHUP, on_plain);
 	raise(SIGHUP);
+	printf("ssignal answered %s\n", name_of(ssignal(SIGHUP, on_plain)));
+	raw_view("ssignal", SIGHUP, on_plain);
+	raise(SIGHUP);
+	if (getenv("SIGVIEW_RAW")) { /* natively the program may hold any signal */
+		sighold(SIGRTMAX - 2);
+		unsigned long mask;
+		syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, 8);
+		fprintf(stderr, "raw sighold: SIGRTMAX-2 blocked %d\n", (int)(mask >> (SIGRTMAX - 3) & 1));
+	}
 	printf("on_plain ran %d\n", ran_plain);
 	return 0;
 }
