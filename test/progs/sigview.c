@@ -142,33 +142,31 @@ static void raw_view(const char *what, int sig, sighandler_t h)
 	fprintf(stderr, "raw %s: %s\n", what, k.handler == (void *)h ? "the program's handler" : "not the program's handler");
 }
 
+/* Installs on_plain with one of the signal() family, says what it answered and what is installed,
+ * and raises the signal. */
+static void install_and_raise(const char *what, sighandler_t (*install)(int, sighandler_t), int sig)
+{
+	printf("%s answered %s\n", what, name_of(install(sig, on_plain)));
+	raw_view(what, sig, on_plain);
+	show(what, sig);
+	raise(sig);
+}
+
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* sigset: old, still in use */
 static int family(void)
 {
 	pages = mmap(NULL, 64 << 12, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	printf("sigset answered %s\n", name_of(sigset(SIGUSR1, on_plain)));
-	raw_view("sigset", SIGUSR1, on_plain);
-	show("sigset", SIGUSR1);
-	raise(SIGUSR1);
+	install_and_raise("sigset", sigset, SIGUSR1);
 	printf("sigset(SIG_HOLD) answered %s\n", name_of(sigset(SIGUSR1, SIG_HOLD)));
 	raise(SIGUSR1); /* held: runs once released */
 	printf("on_plain ran %d while held\n", ran_plain);
 	printf("sigset again answered %s\n", name_of(sigset(SIGUSR1, on_plain)));
 	printf("on_plain ran %d released\n", ran_plain);
-	printf("bsd_signal answered %s\n", name_of(bsd_signal(SIGUSR2, on_plain)));
-	raw_view("bsd_signal", SIGUSR2, on_plain);
-	raise(SIGUSR2);
-	printf("sysv_signal answered %s\n", name_of(sysv_signal(SIGUSR2, on_plain)));
-	raw_view("sysv_signal", SIGUSR2, on_plain);
-	show("sysv_signal", SIGUSR2);
-	raise(SIGUSR2);
+	install_and_raise("bsd_signal", bsd_signal, SIGUSR2);
+	install_and_raise("sysv_signal", sysv_signal, SIGUSR2);
 	show("sysv_signal after", SIGUSR2);
-	printf("__sysv_signal answered %s\n", name_of(__sysv_signal(SIGHUP, on_plain)));
-	raw_view("__sysv_signal", SIGHUP, on_plain);
-	raise(SIGHUP);
-	printf("ssignal answered %s\n", name_of(ssignal(SIGHUP, on_plain)));
-	raw_view("ssignal", SIGHUP, on_plain);
-	raise(SIGHUP);
+	install_and_raise("__sysv_signal", __sysv_signal, SIGHUP);
+	install_and_raise("ssignal", ssignal, SIGHUP);
 	if (getenv("SIGVIEW_RAW")) { /* natively the program may hold any signal */
 		sighold(SIGRTMAX - 2);
 		unsigned long mask;
