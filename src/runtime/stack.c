@@ -156,7 +156,7 @@ static struct rt_thread *stack_own_slot(void)
 struct stack_job {
 	struct rt_thread *t;
 	ucontext_t *uc;
-	bool own_stack; /* running on the slot's own stack (stack_on_own) */
+	bool own_stack; /* running on the slot's own stack (stack_own_top) */
 };
 
 static void stack_take_and_record(void *arg)
@@ -229,14 +229,20 @@ __asm__(".pushsection .text\n"
  * handler (8 KiB is common, and unwinding takes more). The stack is then taken on a stack of the
  * slot's own, made at the first need and kept with the slot; 0 if it cannot be made. */
 #define OWN_STACK_BYTES (256 * 1024)
+
+/* A signal's context holds the alternate stack as set (its ss_flags are sigaltstack's, not whether
+ * the thread was on it): the frame at `here` lies within it or not. */
+static bool frame_on_altstack(const ucontext_t *uc, uintptr_t here)
+{
+	return !(uc->uc_stack.ss_flags & SS_DISABLE) && here - (uintptr_t)uc->uc_stack.ss_sp < uc->uc_stack.ss_size;
+}
+
 static void *stack_own_top(struct rt_thread *t, const ucontext_t *uc)
 {
-	/* The context holds the alternate stack as set (its ss_flags are sigaltstack's, not whether
-	 * the thread was on it): this frame lies within it or not. Set with SS_AUTODISARM, it was
-	 * cleared when the program's handler was entered: the entry kept it (tls_program_alt). */
-	uintptr_t here = (uintptr_t)__builtin_frame_address(0), alt = (uintptr_t)uc->uc_stack.ss_sp;
-	bool on_alt = !(uc->uc_stack.ss_flags & SS_DISABLE) && here - alt < uc->uc_stack.ss_size;
-	if (!on_alt && here - tls_program_alt.lo >= tls_program_alt.size)
+	/* Set with SS_AUTODISARM, the alternate stack was cleared when the program's handler was
+	 * entered: the entry kept it (tls_program_alt). */
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	if (!frame_on_altstack(uc, here) && here - tls_program_alt.lo >= tls_program_alt.size)
 		return NULL;
 	if (!t->own_stack) {
 		/* A guard page below: nothing of ours runs into the memory next to it. */
@@ -321,9 +327,8 @@ struct program_alt stack_before_program_handler(const void *ucv)
 {
 	struct program_alt prev = tls_program_alt;
 	const ucontext_t *uc = ucv;
-	uintptr_t here = (uintptr_t)__builtin_frame_address(0), alt = (uintptr_t)uc->uc_stack.ss_sp;
-	if (!(uc->uc_stack.ss_flags & SS_DISABLE) && here - alt < uc->uc_stack.ss_size)
-		tls_program_alt = (struct program_alt){ alt, uc->uc_stack.ss_size };
+	if (frame_on_altstack(uc, (uintptr_t)__builtin_frame_address(0)))
+		tls_program_alt = (struct program_alt){ (uintptr_t)uc->uc_stack.ss_sp, uc->uc_stack.ss_size };
 	int saved_errno = errno;
 	struct rt_thread *t = stack_own_slot();
 	if (t) {
