@@ -121,12 +121,19 @@ int handler_poller_cpu(void)
 
 /* The thread a poller wakes last preempts it at once (its CPU, a SCHED_IDLE poller): and since the
  * poller holds nothing more, that is no stall for the backstop to boost (it did, and boosts then
- * cost the poller its CPU's faults for ms). */
+ * cost the poller its CPU's faults for ms). A poller that held its CPU (handler_hold_cpu) goes back
+ * to SCHED_IDLE first: the kernel places a waking thread on its last CPU only if that CPU runs
+ * nothing but SCHED_IDLE threads, and otherwise on an idle one, so the thread moved to the other
+ * vCPU after nearly every fault that evicted, and its next fault then woke a poller across vCPUs
+ * (GAPBS bfs serial at -L 140: 35,000 cross-vCPU wake-ups a second; 12.4 s, 10.0-10.4 s with this). */
 void handler_letting_go(void)
 {
 	struct poller *p = tls_poller;
-	if (p)
-		atomic_store_explicit(&p->busy_since, 0, memory_order_relaxed);
+	if (!p)
+		return;
+	atomic_store_explicit(&p->busy_since, 0, memory_order_relaxed);
+	if (!p->idle_policy && atomic_load_explicit(&p->boosted, memory_order_relaxed) == BOOST_NONE)
+		poller_policy(p, true);
 }
 
 static void pollers_pin(unsigned cpu)
