@@ -7,10 +7,11 @@
  * CPU already, and the thread it serves wakes there again; between vCPUs a wake-up costs tens of µs
  * or more here, on one a few (kernel-facts). A fault read by the poller of another CPU is routed to
  * the poller of the CPU its thread last took a stack signal on (rt_thread.cpu), through a table of
- * slots per poller; any poller takes a routed fault left STEAL_NS (that CPU is busy). After
- * FLTRACE_SPIN_US (100 µs) without a fault pollers sleep in poll(), at normal priority: a runnable
- * SCHED_IDLE thread may wait seconds for a busy CPU, and its process cannot exit or exec until it
- * has (poller_policy). The backstop (-C normal threads) ticks
+ * slots per poller; any poller takes a routed fault left STEAL_NS (that CPU is busy). Only pollers
+ * on watch (their CPU's threads fault) poll; after FLTRACE_SPIN_US (100 µs) without a fault they
+ * sleep in poll(), the others nap until a fault is routed to them (poller_on_watch), at normal
+ * priority: a runnable SCHED_IDLE thread may wait seconds for a busy CPU, and its process cannot
+ * exit or exec until it has (poller_policy). The backstop (-C normal threads) ticks
  * every BACKSTOP_TICK_NS until the pollers have all slept BACKSTOP_IDLE_NS: it serves while faults
  * wait and no poller takes them (every CPU busy), and gives SCHED_OTHER to a poller stuck in the
  * middle of a fault or starved while awake (pollers_boost_stuck). Nothing
@@ -18,6 +19,7 @@
  * SCHED_OTHER for long stretches under it (handler_hold_cpu).
  * --poll adaptive|block|spin: -C handler threads, each reading every fault (the earlier designs). */
 #include <errno.h>
+#include <linux/futex.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <sched.h>
@@ -63,6 +65,8 @@ struct poller {
 	uint64_t beat_seen;          /* the backstop's: beat at its last tick */
 	_Atomic bool asleep;         /* in poll() */
 	_Atomic unsigned queued;     /* slots holding a routed fault */
+	_Atomic uint32_t napping;    /* asleep on this word (a futex), not on the userfaultfd: off watch */
+	uint64_t last_local;         /* when it last served a fault of a thread on its own CPU */
 	struct route_slot slots[ROUTE_SLOTS];
 };
 
@@ -76,6 +80,7 @@ static struct {
 	struct poller *of_cpu[CPULIST_MAX];
 	_Atomic uint64_t polled;   /* faults pollers took in hand: the backstop's sign of their life */
 	_Atomic uint64_t last_msg; /* when a poller last read a message (rt_mono_ns) */
+	_Atomic unsigned home_cpu; /* the CPU of the poller that last served a fault of its own CPU */
 	_Atomic uint64_t progress; /* messages handled by anyone: the watchdog's sign of life */
 	_Atomic unsigned started;  /* threads that got past glibc's thread start-up */
 	uint64_t watched_progress;
@@ -125,7 +130,9 @@ int handler_poller_cpu(void)
  * to SCHED_IDLE first: the kernel places a waking thread on its last CPU only if that CPU runs
  * nothing but SCHED_IDLE threads, and otherwise on an idle one, so the thread moved to the other
  * vCPU after nearly every fault that evicted, and its next fault then woke a poller across vCPUs
- * (GAPBS bfs serial at -L 140: 35,000 cross-vCPU wake-ups a second; 12.4 s, 10.0-10.4 s with this). */
+ * (35,000 cross-vCPU wake-ups a second in GAPBS bfs serial at -L 140). Alternating, 3 runs each:
+ * bfs -L 140 11.06-11.84 s, 9.17-9.55 with this; python -L 170 8.63-8.81, 5.99-6.44; fillscan at a
+ * quarter 4.45-4.67, 3.05-3.33; the same with an ample -L, where nothing is held. */
 void handler_letting_go(void)
 {
 	struct poller *p = tls_poller;
@@ -202,6 +209,12 @@ static int pollers_block(int timeout_ms)
 
 /* ---- routing ---- */
 
+static void poller_wake_from_nap(struct poller *p)
+{
+	if (atomic_exchange(&p->napping, 0))
+		syscall(SYS_futex, (uint32_t *)&p->napping, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
 static bool route_put(struct poller *to, const struct uffd_msg *m, int fd)
 {
 	for (unsigned i = 0; i < ROUTE_SLOTS; i++) {
@@ -213,6 +226,7 @@ static bool route_put(struct poller *to, const struct uffd_msg *m, int fd)
 		s->fd = fd;
 		atomic_fetch_add(&to->queued, 1);
 		atomic_store_explicit(&s->stamp, rt_mono_ns(), memory_order_release);
+		poller_wake_from_nap(to);
 		return true;
 	}
 	return false; /* full: served where it was read */
@@ -268,9 +282,14 @@ static struct poller *route_target(const struct uffd_msg *m)
 
 /* ---- the per-CPU pollers ---- */
 
-static void poller_serve(struct poller *p, const struct uffd_msg *m, int fd)
+static void poller_serve(struct poller *p, const struct uffd_msg *m, int fd, bool local)
 {
-	atomic_store_explicit(&p->busy_since, rt_mono_ns(), memory_order_relaxed);
+	uint64_t now = rt_mono_ns();
+	atomic_store_explicit(&p->busy_since, now, memory_order_relaxed);
+	if (local) {
+		p->last_local = now;
+		atomic_store_explicit(&hd.home_cpu, p->cpu, memory_order_relaxed);
+	}
 	atomic_fetch_add_explicit(&hd.polled, 1, memory_order_relaxed);
 	handler_message(p->ctx, m, fd);
 	atomic_store_explicit(&p->busy_since, 0, memory_order_relaxed);
@@ -284,7 +303,7 @@ static void poller_take(void *self, const struct uffd_msg *m, int fd)
 		atomic_fetch_add_explicit(&rt.stats.faults_routed, 1, memory_order_relaxed);
 		return;
 	}
-	poller_serve(p, m, fd);
+	poller_serve(p, m, fd, !to || to == p);
 }
 
 /* Boosted by the backstop (pollers_boost_stuck), it goes back to SCHED_IDLE when it next polls.
@@ -315,8 +334,12 @@ static bool poller_work(struct poller *p, uint64_t now)
 {
 	struct uffd_msg m;
 	int fd;
-	if (route_take(p, UINT64_MAX, &m, &fd) || route_steal(p, now, &m, &fd)) {
-		poller_serve(p, &m, fd);
+	if (route_take(p, UINT64_MAX, &m, &fd)) {
+		poller_serve(p, &m, fd, true);
+		return true;
+	}
+	if (route_steal(p, now, &m, &fd)) {
+		poller_serve(p, &m, fd, false);
 		return true;
 	}
 	if (!handler_ctx_waiting(p->ctx))
@@ -325,6 +348,35 @@ static bool poller_work(struct poller *p, uint64_t now)
 	handler_tend(p->ctx);
 	atomic_store_explicit(&p->busy_since, 0, memory_order_relaxed);
 	return false;
+}
+
+/* On watch: a poller whose CPU's threads faulted in the last WATCH_NS, or whose poller served such a
+ * fault last of all (home_cpu). Only those spin between faults and sleep on the userfaultfd, which
+ * wakes every thread asleep on it at each fault; the others nap on a futex of their own, woken when
+ * a fault is routed to them (route_put). A fault woke the other vCPU's poller, across vCPUs, though
+ * no thread ran there. Alternating, 3 runs each: GAPBS bfs serial at -L 140 9.17-9.55 s, 8.62-9.06
+ * with naps; at -L 1000 6.00-6.35, 5.88-6.00; python -L 170 and bfs on 2 threads the same; fillscan
+ * at a quarter 3.04-3.31 s, 3.15-3.29 (6 runs each). Tried before the wake above kept threads on
+ * their CPU, naps made fillscan 8% slower: its thread moved, and its faults waited for naps.
+ * The home poller keeps at least one on watch: the last to serve sees itself home when it sleeps,
+ * or another served later and sees the same. A thread that moves to a napping poller's CPU wakes
+ * the home poller, which routes its fault there (or serves it, routed to no one yet): one fault
+ * served across vCPUs, as each fault was before. */
+#define WATCH_NS (20 * 1000 * 1000ull)
+static bool poller_on_watch(const struct poller *p)
+{
+	return atomic_load_explicit(&hd.home_cpu, memory_order_relaxed) == p->cpu ||
+	       rt_mono_ns() - p->last_local < WATCH_NS;
+}
+
+/* Asleep until a fault is routed here, or 200 ms, or this poller became home meanwhile. */
+static void poller_nap(struct poller *p)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = 200 * 1000 * 1000 };
+	atomic_store(&p->napping, 1);
+	if (!atomic_load(&p->queued) && !poller_on_watch(p))
+		syscall(SYS_futex, (uint32_t *)&p->napping, FUTEX_WAIT_PRIVATE, 1, &ts, NULL, 0);
+	atomic_store(&p->napping, 0);
 }
 
 static void *poller_main(void *arg)
@@ -350,7 +402,8 @@ static void *poller_main(void *arg)
 		/* Read now, not at the loop's top: another poller may have read a fault since (and may
 		 * be routing it here); `now` - last_msg then wrapped, and this poller went to sleep. */
 		uint64_t last = atomic_load_explicit(&hd.last_msg, memory_order_relaxed);
-		if (rt_mono_ns() - last < rt.cfg.spin_ns) {
+		bool watch = poller_on_watch(p);
+		if (rt_mono_ns() - last < rt.cfg.spin_ns && watch) {
 			poller_policy(p, true);
 			__builtin_ia32_pause();
 			continue;
@@ -361,10 +414,14 @@ static void *poller_main(void *arg)
 			pollers_block(1);
 			continue;
 		}
-		/* No fault for a while: sleep until the next (which wakes every poller). */
+		/* No fault for a while: sleep until the next (which wakes every poller on watch). */
 		atomic_store(&p->asleep, true);
-		if (!route_any_queued())
-			pollers_block(200);
+		if (!route_any_queued()) {
+			if (watch)
+				pollers_block(200);
+			else
+				poller_nap(p);
+		}
 		atomic_store(&p->asleep, false);
 	}
 	return NULL;
@@ -642,6 +699,7 @@ static int pollers_start(void)
 		hd.npollers++;
 	}
 	atomic_store(&hd.last_msg, 0); /* asleep until the first fault */
+	atomic_store(&hd.home_cpu, hd.pollers[0].cpu); /* some poller on watch from the start */
 	for (unsigned i = 0; i < hd.npollers; i++) {
 		if (rt_thread_create(&hd.pollers[i].thread, poller_main, &hd.pollers[i], "fltrace-poller") != 0)
 			return -EAGAIN;
