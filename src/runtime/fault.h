@@ -46,7 +46,7 @@ bool handler_ctx_waiting(const struct handler_ctx *ctx); /* it has such follow-u
 bool handler_keeps_faults(void); /* some handler holds a fault it read and has not served */
 /* The CPU the thread of this handler's last fault took its stack signal on (-1: unknown). */
 int handler_peer_cpu(void);
-/* pollers.c: a poller about to work long under rt.lock leaves SCHED_IDLE until it polls again. */
+/* pollers.c: a poller about to work long under rt.lock leaves SCHED_IDLE until it lets go. */
 void handler_hold_cpu(void);
 /* pollers.c: a poller about to wake the last thread it holds holds nothing more: preempted by it
  * from then on, it is not stuck (serve_wakes_flush). */

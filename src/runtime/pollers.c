@@ -41,6 +41,7 @@
 #define STEAL_NS (20 * 1000ull)
 #define BACKSTOP_TICK_NS (1000 * 1000ull)
 #define STALL_BOOST_NS (200 * 1000ull)
+#define WATCH_NS (20 * 1000 * 1000ull) /* poller_on_watch */
 
 /* Why the backstop gave a poller SCHED_OTHER (pollers_boost_stuck). */
 enum boost { BOOST_NONE, BOOST_STUCK, BOOST_STARVED };
@@ -66,7 +67,7 @@ struct poller {
 	_Atomic bool asleep;         /* in poll() */
 	_Atomic unsigned queued;     /* slots holding a routed fault */
 	_Atomic uint32_t napping;    /* asleep on this word (a futex), not on the userfaultfd: off watch */
-	uint64_t last_local;         /* when it last served a fault of a thread on its own CPU */
+	_Atomic uint64_t watch_until; /* on watch until then: it served a fault of its own CPU's thread */
 	struct route_slot slots[ROUTE_SLOTS];
 };
 
@@ -81,6 +82,7 @@ static struct {
 	_Atomic uint64_t polled;   /* faults pollers took in hand: the backstop's sign of their life */
 	_Atomic uint64_t last_msg; /* when a poller last read a message (rt_mono_ns) */
 	_Atomic unsigned home_cpu; /* the CPU of the poller that last served a fault of its own CPU */
+	_Atomic bool exiting;      /* the process is exiting: no poller goes back to SCHED_IDLE */
 	_Atomic uint64_t progress; /* messages handled by anyone: the watchdog's sign of life */
 	_Atomic unsigned started;  /* threads that got past glibc's thread start-up */
 	uint64_t watched_progress;
@@ -98,15 +100,19 @@ static int pollers_set_policy(int tid, int policy)
 	return syscall(SYS_sched_setscheduler, tid, policy, &p) == 0 ? 0 : -errno;
 }
 
-/* A poller runs at SCHED_IDLE only while it polls for faults: then it takes no CPU a program thread
- * wants. Asleep or boosted it is SCHED_OTHER: a SCHED_IDLE thread left runnable on a
- * busy CPU may wait seconds for it, and a process cannot exit or exec until each of its threads has
- * run to its end (measured: 7-8 s to exit for a process with two SCHED_IDLE threads polling while
- * both CPUs ran busy loops, 0.2-0.3 s with them asleep or at SCHED_OTHER). */
+/* A poller runs at SCHED_IDLE only while it polls for faults and serves what it read: then it takes
+ * no CPU a program thread wants. Asleep, boosted or exiting it is SCHED_OTHER: a SCHED_IDLE thread
+ * left runnable on a busy CPU may wait seconds for it, and a process cannot exit or exec until each
+ * of its threads has run to its end (measured: 7-8 s to exit for a process with two SCHED_IDLE
+ * threads polling while both CPUs ran busy loops, 0.2-0.3 s with them asleep or at SCHED_OTHER). A
+ * boost or the exit may come between the check and the call: the second look undoes the call. */
 static void poller_policy(struct poller *p, bool idle)
 {
 	if (p->idle_policy != idle && pollers_set_policy(0, idle ? SCHED_IDLE : SCHED_OTHER) == 0)
 		p->idle_policy = idle;
+	if (p->idle_policy && (atomic_load(&p->boosted) != BOOST_NONE || atomic_load(&hd.exiting)) &&
+	    pollers_set_policy(0, SCHED_OTHER) == 0)
+		p->idle_policy = false;
 }
 
 /* The poller this thread is, NULL on any other thread. */
@@ -124,19 +130,23 @@ int handler_poller_cpu(void)
 	return tls_poller ? (int)tls_poller->cpu : -1;
 }
 
+/* Messages of the batch being served, after the one in hand: a poller holding them is not done. */
+static __thread unsigned tls_batch_left;
+
 /* The thread a poller wakes last preempts it at once (its CPU, a SCHED_IDLE poller): and since the
  * poller holds nothing more, that is no stall for the backstop to boost (it did, and boosts then
- * cost the poller its CPU's faults for ms). A poller that held its CPU (handler_hold_cpu) goes back
- * to SCHED_IDLE first: the kernel places a waking thread on its last CPU only if that CPU runs
- * nothing but SCHED_IDLE threads, and otherwise on an idle one, so the thread moved to the other
- * vCPU after nearly every fault that evicted, and its next fault then woke a poller across vCPUs
- * (35,000 cross-vCPU wake-ups a second in GAPBS bfs serial at -L 140). Alternating, 3 runs each:
+ * cost the poller its CPU's faults for ms). A poller at SCHED_OTHER (it held its CPU, or woke from
+ * its sleep) goes back to SCHED_IDLE first: the kernel places a waking thread on its last CPU only
+ * if that CPU runs nothing but SCHED_IDLE threads, and otherwise on an idle one, so the thread
+ * moved to the other vCPU after nearly every fault that evicted, and its next fault then woke a
+ * poller across vCPUs (35,000 cross-vCPU wake-ups a second in GAPBS bfs serial at -L 140). Alternating, 3 runs each:
  * bfs -L 140 11.06-11.84 s, 9.17-9.55 with this; python -L 170 8.63-8.81, 5.99-6.44; fillscan at a
  * quarter 4.45-4.67, 3.05-3.33; the same with an ample -L, where nothing is held. */
 void handler_letting_go(void)
 {
 	struct poller *p = tls_poller;
-	if (!p)
+	/* With faults of its batch still to serve it holds them: preempted, it is stuck (boosted). */
+	if (!p || tls_batch_left)
 		return;
 	atomic_store_explicit(&p->busy_since, 0, memory_order_relaxed);
 	if (!p->idle_policy && atomic_load_explicit(&p->boosted, memory_order_relaxed) == BOOST_NONE)
@@ -188,6 +198,7 @@ static ssize_t pollers_read(void (*take)(void *self, const struct uffd_msg *m, i
 		atomic_store_explicit(&hd.last_msg, rt_mono_ns(), memory_order_relaxed);
 		for (ssize_t i = 0; i < got; i++) {
 			msgs[i].reserved3 = gen; /* unused by the kernel: the message carries it along */
+			tls_batch_left = (unsigned)(got - i - 1);
 			take(self, &msgs[i], pollers_fds[k].fd);
 			/* Each message, not each batch: a batch of 64 slow faults on a busy machine is
 			 * progress the watchdog must see. */
@@ -287,7 +298,7 @@ static void poller_serve(struct poller *p, const struct uffd_msg *m, int fd, boo
 	uint64_t now = rt_mono_ns();
 	atomic_store_explicit(&p->busy_since, now, memory_order_relaxed);
 	if (local) {
-		p->last_local = now;
+		atomic_store_explicit(&p->watch_until, now + WATCH_NS, memory_order_relaxed);
 		atomic_store_explicit(&hd.home_cpu, p->cpu, memory_order_relaxed);
 	}
 	atomic_fetch_add_explicit(&hd.polled, 1, memory_order_relaxed);
@@ -362,14 +373,13 @@ static bool poller_work(struct poller *p, uint64_t now)
  * or another served later and sees the same. A thread that moves to a napping poller's CPU wakes
  * the home poller, which routes its fault there (or serves it, routed to no one yet): one fault
  * served across vCPUs, as each fault was before. */
-#define WATCH_NS (20 * 1000 * 1000ull)
-static bool poller_on_watch(const struct poller *p)
+static bool poller_on_watch(struct poller *p)
 {
 	return atomic_load_explicit(&hd.home_cpu, memory_order_relaxed) == p->cpu ||
-	       rt_mono_ns() - p->last_local < WATCH_NS;
+	       rt_mono_ns() < atomic_load_explicit(&p->watch_until, memory_order_relaxed);
 }
 
-/* Asleep until a fault is routed here, or 200 ms, or this poller became home meanwhile. */
+/* Asleep until a fault is routed here (or the backstop serves: pollers_wake_napping), or 200 ms. */
 static void poller_nap(struct poller *p)
 {
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = 200 * 1000 * 1000 };
@@ -478,6 +488,7 @@ static void pollers_boost_stuck(uint64_t now, bool tick)
 /* Before the process exits: its pollers at SCHED_OTHER, so that they run to their end at once. */
 void handler_before_exit(void)
 {
+	atomic_store(&hd.exiting, true);
 	for (unsigned i = 0; i < hd.npollers; i++)
 		pollers_set_policy(atomic_load(&hd.pollers[i].tid), SCHED_OTHER);
 }
@@ -519,6 +530,16 @@ static bool backstop_due(struct backstop_wait *w, uint64_t now)
 	return now - w->since >= BACKSTOP_GRACE_NS;
 }
 
+/* Faults wait and no poller takes them: the pollers on watch may all be on busy CPUs while a
+ * napping one has an idle CPU. Woken, it reads the next faults (and is on watch once it serves one
+ * of its own CPU). */
+static void pollers_wake_napping(void)
+{
+	for (unsigned i = 0; i < hd.npollers; i++)
+		if (atomic_load_explicit(&hd.pollers[i].napping, memory_order_relaxed))
+			poller_wake_from_nap(&hd.pollers[i]);
+}
+
 /* Faults waited a whole tick and no poller took one: every CPU is busy. The backstop serves, asleep
  * in between (in poll() on the userfaultfd, or for the grace of a fault waiting), until a tick in
  * which it found no fault to serve: the pollers took them all again, or none came. It takes only faults that waited BACKSTOP_GRACE_NS untaken
@@ -534,6 +555,7 @@ static void backstop_serve(struct handler_ctx *ctx)
 		bool got = false;
 		ssize_t n = 0;
 		if (backstop_due(&wait, rt_mono_ns())) {
+			pollers_wake_napping();
 			for (unsigned i = 0; i < hd.npollers; i++)
 				while (route_take(&hd.pollers[i], UINT64_MAX, &m, &fd)) {
 					backstop_take(ctx, &m, fd);
