@@ -139,9 +139,10 @@ static __thread unsigned tls_batch_left;
  * its sleep) goes back to SCHED_IDLE first: the kernel places a waking thread on its last CPU only
  * if that CPU runs nothing but SCHED_IDLE threads, and otherwise on an idle one, so the thread
  * moved to the other vCPU after nearly every fault that evicted, and its next fault then woke a
- * poller across vCPUs (35,000 cross-vCPU wake-ups a second in GAPBS bfs serial at -L 140). Alternating, 3 runs each:
- * bfs -L 140 11.06-11.84 s, 9.17-9.55 with this; python -L 170 8.63-8.81, 5.99-6.44; fillscan at a
- * quarter 4.45-4.67, 3.05-3.33; the same with an ample -L, where nothing is held. */
+ * poller across vCPUs (35,000 cross-vCPU wake-ups a second in GAPBS bfs serial at -L 140).
+ * Alternating, 3 runs each: bfs -L 140 11.06-11.84 s, 9.17-9.55 with this; python -L 170
+ * 8.63-8.81, 5.99-6.44; fillscan at a quarter 4.45-4.67, 3.05-3.33; the same with an ample -L,
+ * where nothing is held. */
 void handler_letting_go(void)
 {
 	struct poller *p = tls_poller;
