@@ -8,14 +8,14 @@
  * or more here, on one a few (kernel-facts). A fault read by the poller of another CPU is routed to
  * the poller of the CPU its thread last took a stack signal on (rt_thread.cpu), through a table of
  * slots per poller; any poller takes a routed fault left STEAL_NS (that CPU is busy). Only pollers
- * on watch (their CPU's threads fault) poll; after FLTRACE_SPIN_US (100 µs) without a fault they
- * sleep in poll(), the others nap until a fault is routed to them (poller_on_watch), at normal
- * priority: a runnable SCHED_IDLE thread may wait seconds for a busy CPU, and its process cannot
- * exit or exec until it has (poller_policy). The backstop (-C normal threads) ticks
- * every BACKSTOP_TICK_NS until the pollers have all slept BACKSTOP_IDLE_NS: it serves while faults
- * wait and no poller takes them (every CPU busy), and gives SCHED_OTHER to a poller stuck in the
- * middle of a fault or starved while awake (pollers_boost_stuck). Nothing
- * that wakes a faulting thread is done under rt.lock (serve.c), and a poller holds its CPU at
+ * on watch (their CPU's threads fault, and have not moved away) poll; after FLTRACE_SPIN_US
+ * (100 µs) without a fault they sleep in poll(), the others nap until a fault is routed to them
+ * (poller_on_watch), at normal priority: a runnable SCHED_IDLE thread may wait seconds for a busy
+ * CPU, and its process cannot exit or exec until it has (poller_policy). The backstop (-C normal
+ * threads) ticks every BACKSTOP_TICK_NS until the pollers have all slept BACKSTOP_IDLE_NS: it
+ * serves while faults wait and no poller takes them (every CPU busy), and gives SCHED_OTHER to a
+ * poller stuck in the middle of a fault or starved while awake (pollers_boost_stuck). Nothing that
+ * wakes a faulting thread is done under rt.lock (serve.c), and a poller holds its CPU at
  * SCHED_OTHER for long stretches under it (handler_hold_cpu).
  * --poll adaptive|block|spin: -C handler threads, each reading every fault (the earlier designs). */
 #include <errno.h>
@@ -42,6 +42,7 @@
 #define BACKSTOP_TICK_NS (1000 * 1000ull)
 #define STALL_BOOST_NS (200 * 1000ull)
 #define WATCH_NS (20 * 1000 * 1000ull) /* poller_on_watch */
+#define LEFT_NS (1000 * 1000ull)        /* poller_watch_left */
 
 /* Why the backstop gave a poller SCHED_OTHER (pollers_boost_stuck). */
 enum boost { BOOST_NONE, BOOST_STUCK, BOOST_STARVED };
@@ -307,12 +308,26 @@ static void poller_serve(struct poller *p, const struct uffd_msg *m, int fd, boo
 	atomic_store_explicit(&p->busy_since, 0, memory_order_relaxed);
 }
 
+/* A poller that routes a fault away and has served none of its own CPU's for LEFT_NS leaves watch:
+ * the thread it watched has moved (the scheduler balances a lone thread between vCPUs every few
+ * tens of ms). Watching on for WATCH_NS, it read that thread's faults first, routed each back, and
+ * asleep in poll() was woken across vCPUs by each. GAPBS bfs serial, alternating, 3 runs each:
+ * -L 140 8.50-8.70 s, 8.35-8.54 with this; -L 1000 (faults routed 16,400 -> 2,700)
+ * 5.79-5.90, 5.77-5.79; python -L 170, bfs on 2 threads and fillscan on 8 the same. */
+static void poller_watch_left(struct poller *p)
+{
+	uint64_t until = atomic_load_explicit(&p->watch_until, memory_order_relaxed);
+	if (until && rt_mono_ns() + WATCH_NS - LEFT_NS > until)
+		atomic_store_explicit(&p->watch_until, 0, memory_order_relaxed);
+}
+
 static void poller_take(void *self, const struct uffd_msg *m, int fd)
 {
 	struct poller *p = self;
 	struct poller *to = route_target(m);
 	if (to && to != p && route_put(to, m, fd)) {
 		atomic_fetch_add_explicit(&rt.stats.faults_routed, 1, memory_order_relaxed);
+		poller_watch_left(p);
 		return;
 	}
 	poller_serve(p, m, fd, !to || to == p);
