@@ -3,12 +3,15 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <fltrace/parse.h>
 
 static void cli_vline(const char *what, const char *fmt, va_list ap)
 {
@@ -128,4 +131,12 @@ void cli_out_abort(struct cli_out *o)
 		fclose(o->f);
 	o->f = NULL;
 	outfile_abort(&o->of);
+}
+
+int cli_value_left_out(char **argv, const char *cmd)
+{
+	if (!optarg || optind < 2 || optarg != argv[optind - 1] || !parse_is_option(optarg))
+		return 0;
+	return cli_error(CLI_EXIT_USAGE, argv[optind - 2], "needs a value, and '%s' is an option; "
+			 "run 'fltrace %s --help'", optarg, cmd);
 }

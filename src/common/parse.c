@@ -85,7 +85,7 @@ int parse_size(const char *s, uint64_t default_unit, uint64_t *bytes)
 	if (!s || !*s)
 		return -PARSE_EMPTY;
 	if (*s == '-')
-		return -PARSE_NEGATIVE;
+		return parse_is_option(s) ? -PARSE_OPTION : -PARSE_NEGATIVE;
 	err = parse_digits(&s, &whole);
 	if (err)
 		return err;
@@ -109,6 +109,11 @@ int parse_size(const char *s, uint64_t default_unit, uint64_t *bytes)
 	return *bytes == 0 ? -PARSE_ZERO : 0;
 }
 
+int parse_is_option(const char *s)
+{
+	return s && s[0] == '-' && (s[1] == '-' || (s[1] >= 'a' && s[1] <= 'z') || (s[1] >= 'A' && s[1] <= 'Z'));
+}
+
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	uint64_t v;
@@ -117,7 +122,7 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	if (!s || !*s)
 		return -PARSE_EMPTY;
 	if (*s == '-')
-		return -PARSE_NEGATIVE;
+		return parse_is_option(s) ? -PARSE_OPTION : -PARSE_NEGATIVE;
 	err = parse_digits(&s, &v);
 	if (err)
 		return err;
@@ -142,6 +147,7 @@ const char *parse_strerror(int err)
 	case PARSE_ZERO: return "is zero";
 	case PARSE_RANGE: return "is too large";
 	case PARSE_SMALL: return "is too small";
+	case PARSE_OPTION: return "is an option, not a value (was the value left out?)";
 	default: return "is invalid";
 	}
 }

@@ -20,6 +20,17 @@ expect_error M_alone_above_memtotal 2 "-M: .* is more than this machine's memory
 	"$FLTRACE" record -M $((MEM_MB + 1)) -- true
 expect_error missing_command_without_sizes 2 'record: no command given' "$FLTRACE" record
 expect_error missing_value_of_L 2 '-L: needs a value' "$FLTRACE" record -L
+# A value left out: getopt takes the next option for it, which is named as such, not parsed.
+expect_error value_left_out_record 2 "-L: needs a value, and '-o' is an option" \
+	"$FLTRACE" record -L -o "$TMP/left_out" -- true
+expect_error value_left_out_prefetch 2 "--prefetch: needs a value, and '--' is an option" \
+	"$FLTRACE" record --prefetch -- true
+expect_error value_left_out_report 2 "--advise: needs a value, and '-i' is an option" \
+	"$FLTRACE" report --advise -i "$TMP"
+expect_error value_left_out_sweep 2 "-L: needs a value, and '--policy' is an option" \
+	"$FLTRACE" sweep -L --policy fifo -- true
+expect_error value_left_out_visualize 2 "-o: needs a value, and '-i' is an option" \
+	"$FLTRACE" visualize -o -i "$TMP"
 expect_error L_not_a_number 2 "-L: 'abc' is not a number" "$FLTRACE" record -L abc -M 64 -- true
 expect_error L_zero 2 "-L: '0' is zero" "$FLTRACE" record -L 0 -M 64 -- true
 expect_error L_negative 2 "-L: '-5' is negative" "$FLTRACE" record -L -5 -M 64 -- true
