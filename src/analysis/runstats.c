@@ -179,14 +179,22 @@ int runstats_read_dir(struct runstats *s, const char *dir)
  * without it (sweep --prefetch does both). */
 const char *runstats_prefetch_text(const struct runstats *s, char *buf, size_t cap)
 {
-	double acc = s->prefetch_pages ? 100.0 * (double)s->prefetch_used / (double)s->prefetch_pages : 0;
 	uint64_t far = s->prefetch_hits + s->refetch;
-	double cov = far ? 100.0 * (double)s->prefetch_hits / (double)far : 0;
+	char acc[48], cov[96];
+	/* A ratio of nothing is not 0%: no page prefetched, or no far access at all. */
+	if (s->prefetch_pages)
+		snprintf(acc, sizeof(acc), "%.1f%%", 100.0 * (double)s->prefetch_used / (double)s->prefetch_pages);
+	else
+		snprintf(acc, sizeof(acc), "n/a");
+	if (far)
+		snprintf(cov, sizeof(cov), "%.1f%% (%llu hits / (hits + %llu re-fetches left))",
+			 100.0 * (double)s->prefetch_hits / (double)far, (unsigned long long)s->prefetch_hits,
+			 (unsigned long long)s->refetch);
+	else
+		snprintf(cov, sizeof(cov), "n/a (no page came back from far memory)");
 	snprintf(buf, cap, "prefetched %llu pages: %llu used before eviction, %llu evicted unused, %llu "
-		 "released unused; accuracy %.1f%% (used / prefetched); coverage %.1f%% (%llu hits / "
-		 "(hits + %llu re-fetches left))", (unsigned long long)s->prefetch_pages,
-		 (unsigned long long)s->prefetch_used, (unsigned long long)s->prefetch_unused,
-		 (unsigned long long)s->prefetch_dropped, acc, cov, (unsigned long long)s->prefetch_hits,
-		 (unsigned long long)s->refetch);
+		 "released unused; accuracy %s (used / prefetched); coverage %s",
+		 (unsigned long long)s->prefetch_pages, (unsigned long long)s->prefetch_used,
+		 (unsigned long long)s->prefetch_unused, (unsigned long long)s->prefetch_dropped, acc, cov);
 	return buf;
 }
