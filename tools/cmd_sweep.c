@@ -134,6 +134,17 @@ static int sweep_cmp_desc(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
+/* A list with an empty item ("2q,,fifo", "none,"): strtok would skip it, and a typo would go
+ * unseen; refused with one message, e.g. "give sizes such as 16,32,64". */
+static int sweep_list_empty_item(const char *opt, const char *arg, const char *example)
+{
+	size_t n = strlen(arg);
+	if (n && arg[0] != ',' && arg[n - 1] != ',' && !strstr(arg, ",,"))
+		return 0;
+	return cli_error(CLI_EXIT_USAGE, opt, "'%s' has an empty item; give a list without one, e.g. %s",
+			 arg, example);
+}
+
 /* "-L 16,32,64": sorted largest first, duplicates dropped. */
 static int sweep_parse_sizes(const char *arg, struct sweep_opts *o)
 {
@@ -143,6 +154,8 @@ static int sweep_parse_sizes(const char *arg, struct sweep_opts *o)
 	if (strlen(arg) >= sizeof(buf))
 		return cli_error(CLI_EXIT_USAGE, "-L", "the list is too long; give at most %d sizes",
 				 SWEEP_MAX_SIZES);
+	if (*arg && sweep_list_empty_item("-L", arg, "16,32,64"))
+		return CLI_EXIT_USAGE;
 	snprintf(buf, sizeof(buf), "%s", arg);
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
@@ -168,6 +181,8 @@ static int sweep_parse_policies(const char *arg, struct sweep_opts *o, struct sw
 {
 	char *save = NULL;
 
+	if (*arg && sweep_list_empty_item("--policy", arg, "2q,fifo"))
+		return CLI_EXIT_USAGE;
 	snprintf(o->policy_buf, sizeof(o->policy_buf), "%s", arg);
 	s->npolicies = 0;
 	for (char *tok = strtok_r(o->policy_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -212,6 +227,8 @@ static int sweep_parse_prefetches(const char *arg, struct sweep_opts *o)
 {
 	char *save = NULL, names[128];
 
+	if (*arg && sweep_list_empty_item("--prefetch", arg, "none,readahead"))
+		return CLI_EXIT_USAGE;
 	snprintf(o->prefetch_buf, sizeof(o->prefetch_buf), "%s", arg);
 	o->nprefetches = 0;
 	for (char *tok = strtok_r(o->prefetch_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {

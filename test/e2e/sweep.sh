@@ -170,6 +170,9 @@ expect_error sweep_bad_policy 2 "^fltrace: --policy: 'lru' is not a policy" "$FL
 expect_error sweep_no_command 2 "^fltrace: sweep: no command given" "$FLTRACE" sweep -L 4
 expect_error sweep_size_above_maxmem 2 "^fltrace: -L: the largest size is more than -M" "$FLTRACE" sweep -L 4,128 -M 64 -- true
 expect_error sweep_bad_record_option 2 "^fltrace: -C: '0' is zero" "$FLTRACE" sweep -L 4 -M 64 -C 0 -o "$TMP/bad" -- true
+expect_error sweep_empty_prefetch_item 2 "^fltrace: --prefetch: 'none,,readahead' has an empty item" "$FLTRACE" sweep -L 4 --prefetch none,,readahead -- true
+expect_error sweep_empty_policy_item 2 "^fltrace: --policy: '2q,' has an empty item" "$FLTRACE" sweep -L 4 --policy 2q, -- true
+expect_error sweep_empty_size_item 2 "^fltrace: -L: ',4' has an empty item" "$FLTRACE" sweep -L ,4 -- true
 
 # ---- help ----
 h=$("$FLTRACE" sweep --help); rc=$?
