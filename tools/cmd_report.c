@@ -15,6 +15,7 @@
 #include "../src/analysis/advise.h"
 #include "../src/analysis/analysis.h"
 #include "../src/analysis/report.h"
+#include "../src/analysis/runstats.h"
 #include "builtin.h"
 #include "cli.h"
 
@@ -613,6 +614,24 @@ static void report_print_processes(struct an_process **procs, struct agg_table *
 
 /* ------------------------------------------------------------------ main */
 
+/* The advice models re-fetches measured at -L SIZE (advise.h): a recording that re-fetched nothing
+ * has nothing to advise on, one made at another -L advises from another program's misses. Said on
+ * stderr; the CSV is written all the same. */
+static void report_advise_check_recording(const struct report_env *env)
+{
+	struct runstats s;
+	if (runstats_read_dir(&s, env->dir) || !s.files)
+		return;
+	double mb = 1024.0 * 1024.0;
+	if (!s.refetch)
+		cli_note("warning: --advise: the recording re-fetched no page (recorded without -L, or with "
+			 "-L above its peak), so no site has anything to save; record with -L %g", env->advise / mb);
+	else if (s.localmem != env->advise)
+		cli_note("warning: --advise: the recording ran at -L %g, not %g: the advice counts its "
+			 "re-fetches at %g MB; record with -L %g to advise for that size", s.localmem / mb,
+			 env->advise / mb, s.localmem / mb, env->advise / mb);
+}
+
 /* --advise SIZE: the sites to keep local (advise.h), all processes (or --pid), as CSV. */
 static int report_advise(const struct report_env *env)
 {
@@ -636,6 +655,7 @@ static int report_advise(const struct report_env *env)
 		goto out;
 	}
 	n = advise_plan(sites, n, env->advise, 4096, rows);
+	report_advise_check_recording(env);
 	bool to_stdout = !env->output || !strcmp(env->output, "-");
 	if (to_stdout) {
 		if (advise_write_csv(stdout, rows, n) || fflush(stdout) || ferror(stdout))

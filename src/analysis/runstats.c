@@ -47,6 +47,7 @@ static const struct runstats_field {
 	{ "untracked_map_bytes", offsetof(struct runstats, untracked_map), true },
 	{ "untracked_shared_file_bytes", offsetof(struct runstats, untracked_shared_file), true },
 	{ "untracked_loader_file_bytes", offsetof(struct runstats, untracked_loader_file), true },
+	{ "localmem", offsetof(struct runstats, localmem), true },
 };
 
 /* The last complete line in buf[0, n) (the one before a line still being written, if any). */

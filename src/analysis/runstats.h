@@ -19,6 +19,7 @@ struct runstats {
 	uint64_t resident_peak, far_peak, vm_hwm, untracked_rss, untracked_map;
 	uint64_t keep_peak;        /* --keep-local: bytes of kept pages, at their peak */
 	uint64_t untracked_shared_file, untracked_loader_file;
+	uint64_t localmem;         /* -L in bytes (the machine's memory when none was given) */
 };
 
 /* Adds the last complete line of one stats file to *s (an empty file counts as a process with no

@@ -39,6 +39,12 @@ if same_output placement_plain "$MEM" "$prog" 8; then
 	got=$(awk -F, 'NR > 1 { n = split($2, p, "/"); printf "%s %s|", p[n], $6 }' "$dir/advice.csv")
 	expect_eq placement_advise_order "sites in heat order, and which are kept at 5 MB" \
 		"$hot yes|$warm no|$cold no|" "$got"
+	# advice at the recording's own -L says nothing more; at another size it says whose misses it counts
+	expect_eq placement_advise_quiet "--advise at the recording's -L: stderr" "" "$(cat "$dir/advice.err")"
+	"$FLTRACE" report -i "$dir" --advise 64 > /dev/null 2> "$dir/advice64.err"
+	expect_eq placement_advise_other_size "--advise at another size than the recording's -L" \
+		"fltrace: warning: --advise: the recording ran at -L 5, not 64:" \
+		"$(grep -o '^fltrace: warning: --advise: the recording ran at -L 5, not 64:' "$dir/advice64.err")"
 	# its numbers are the recording's: the hot site's bytes are its pages first touched, the
 	# re-fetches it is predicted to save are its re-fetches
 	got=$(awk -F, 'NR == 2 { print $3, $7 }' "$dir/advice.csv")
