@@ -95,22 +95,70 @@ int sweep_write_curve(FILE *f, const struct sweep_view *v)
 
 /* ---- text tables ---- */
 
+/* The run of the same size and policy without a prefetcher (series "2q" for "2q+readahead"), or
+ * NULL: coverage is measured against it (faults avoided / re-fetches without the prefetcher). */
+static const struct sweep_run *sweep_paired_none(const struct sweep *s, const struct sweep_run *r)
+{
+	const char *plus = r->ample ? NULL : strchr(r->policy, '+');
+	if (!plus)
+		return NULL;
+	size_t n = (size_t)(plus - r->policy);
+	for (size_t i = 0; i < s->nruns; i++) {
+		const struct sweep_run *q = &s->runs[i];
+		if (!q->ample && q->done && q->localmem == r->localmem && strlen(q->policy) == n &&
+		    !strncmp(q->policy, r->policy, n))
+			return q;
+	}
+	return NULL;
+}
+
+static bool sweep_prefetches(const struct sweep *s)
+{
+	for (size_t i = 0; i < s->nruns; i++)
+		if (!s->runs[i].ample && strchr(s->runs[i].policy, '+'))
+			return true;
+	return false;
+}
+
+/* With --prefetch: the faults prefetched pages took (hits) and the coverage against the paired
+ * run without a prefetcher ("-" for that run itself). */
+static void sweep_put_prefetch(FILE *o, const struct sweep *s, const struct sweep_run *r)
+{
+	const struct sweep_run *none = sweep_paired_none(s, r);
+	char cov[16] = "-";
+	if (none && none->st.refetch)
+		snprintf(cov, sizeof(cov), "%.1f%%", 100.0 * ((double)none->st.refetch - (double)r->st.refetch) /
+							  (double)none->st.refetch);
+	fprintf(o, " %10" PRIu64 " %9s", r->st.prefetch_hits, cov);
+}
+
 static void sweep_put_runs(FILE *o, const struct sweep *s)
 {
 	char sz[32], res[32], far[32];
+	int wname = 16, wpol = 6;
+	bool pf = sweep_prefetches(s);
 
-	fprintf(o, "%-16s %-6s %10s %10s %11s %10s %8s %9s %9s %10s %10s  %s\n", "RUN", "POLICY",
-		"LOCALMEM", "FAULTS", "FIRST-TOUCH", "REFETCH", "FILE", "WALL(s)", "SLOWDOWN",
-		"PEAK-RES", "PEAK-FAR", "OUTPUT");
+	for (size_t i = 0; i < s->nruns; i++) {
+		int n = (int)strlen(s->runs[i].name), p = s->runs[i].ample ? 1 : (int)strlen(s->runs[i].policy);
+		wname = n > wname ? n : wname;
+		wpol = p > wpol ? p : wpol;
+	}
+	fprintf(o, "%-*s %-*s %10s %10s %11s %10s %8s", wname, "RUN", wpol, "POLICY", "LOCALMEM", "FAULTS",
+		"FIRST-TOUCH", "REFETCH", "FILE");
+	if (pf)
+		fprintf(o, " %10s %9s", "PF-HITS", "COVERAGE");
+	fprintf(o, " %9s %9s %10s %10s  %s\n", "WALL(s)", "SLOWDOWN", "PEAK-RES", "PEAK-FAR", "OUTPUT");
 	for (size_t i = 0; i < s->nruns; i++) {
 		const struct sweep_run *r = &s->runs[i];
 		svg_fmt_bytes(sz, sizeof(sz), (double)r->localmem);
 		svg_fmt_bytes(res, sizeof(res), (double)r->st.resident_peak);
 		svg_fmt_bytes(far, sizeof(far), (double)r->st.far_peak);
-		fprintf(o, "%-16s %-6s %10s %10" PRIu64 " %11" PRIu64 " %10" PRIu64 " %8" PRIu64
-			   " %9.2f %8.2fx %10s %10s  %s\n", r->name, r->ample ? "-" : r->policy, sz,
-			r->st.faults, r->st.zero, r->st.refetch, r->st.file, r->wall_s, r->slowdown, res,
-			far, r->output_differs ? r->differs_how : "same");
+		fprintf(o, "%-*s %-*s %10s %10" PRIu64 " %11" PRIu64 " %10" PRIu64 " %8" PRIu64, wname, r->name,
+			wpol, r->ample ? "-" : r->policy, sz, r->st.faults, r->st.zero, r->st.refetch, r->st.file);
+		if (pf)
+			sweep_put_prefetch(o, s, r);
+		fprintf(o, " %9.2f %8.2fx %10s %10s  %s\n", r->wall_s, r->slowdown, res, far,
+			r->output_differs ? r->differs_how : "same");
 	}
 }
 

@@ -128,6 +128,13 @@ if timeout -k 10 "$HANG" "$FLTRACE" sweep -L 8 --prefetch none,readahead -M 256 
 	else
 		fail prefetch_sweep "re-fetches at -L 8: $none under none, $ra under readahead ($hits hits); $(head -3 "$sw/sweep.csv" 2> /dev/null | tr '\n' ' ')"
 	fi
+	# the text table gives each prefetching run its hits and its coverage against the run without
+	cov=$(awk -v n="$none" -v r="$ra" 'BEGIN { if (n > 0) printf "%.1f%%", 100 * (n - r) / n }')
+	row=$(grep '^L8M-2q+readahead ' "$sw/sweep.txt")
+	case "$row" in
+	*" $hits "*" $cov "*) pass prefetch_sweep_coverage ;;
+	*) fail prefetch_sweep_coverage "want hits $hits and coverage $cov in: $row" ;;
+	esac
 else
 	fail prefetch_sweep "sweep failed: $(tail -2 "$TMP/sweep.err")"
 fi
