@@ -36,7 +36,7 @@ static int text_buf_put(struct text_buf *b, const char *s)
 }
 
 static const char csv_header[] = "ips,flags,count,percent,op,type,lib,code,functions,kind,"
-	"origin,syscall,file,offset,latency_total_us,latency_mean_us,latency_p99_us,nostack\n";
+	"origin,syscall,file,offset,latency_total_us,latency_mean_us,latency_p99_us,nostack,latency_p50_us\n";
 
 /* What a frame that is no frame of the program reads as in the lib / code / functions columns. */
 static const char *const csv_unknown[] = { "??", "??:?", "??" };
@@ -68,7 +68,7 @@ static int csv_write_row(FILE *o, const struct agg_row *r, uint64_t total,
 			 const struct symbolizer *s, struct text_buf *b)
 {
 	char num[64];
-	uint64_t p99;
+	uint64_t p50, p99;
 
 	for (uint32_t k = 0; k < r->depth; k++)
 		fprintf(o, "0x%" PRIx64 "|", r->ips[k]);
@@ -92,10 +92,12 @@ static int csv_write_row(FILE *o, const struct agg_row *r, uint64_t total,
 	fputc(',', o);
 	if (r->file && r->off_hi)
 		fprintf(o, "%" PRIu64 "-%" PRIu64, r->off_lo, r->off_hi);
+	p50 = lat_percentile(r->lat, 0.50);
 	p99 = lat_percentile(r->lat, 0.99);
 	snprintf(num, sizeof(num), "%.1f", r->faults ? r->lat_total_ns / 1e3 / r->faults : 0.0);
-	fprintf(o, ",%.1f,%s,%.1f,%" PRIu64 "\n", r->lat_total_ns / 1e3, num, p99 / 1e3,
-		r->nostack);
+	/* latency_p50_us last: columns are only ever added at the end (scripts read by position). */
+	fprintf(o, ",%.1f,%s,%.1f,%" PRIu64 ",%.1f\n", r->lat_total_ns / 1e3, num, p99 / 1e3,
+		r->nostack, p50 / 1e3);
 	return 0;
 }
 
@@ -234,7 +236,8 @@ int report_write_top(FILE *o, const struct report_view *v)
 	wl = wl > 60 ? 60 : wl;
 	wc = wc > 50 ? 50 : wc;
 	fprintf(o, "%s: %" PRIu64 " faults, %zu rows\n", v->title, total, n);
-	fprintf(o, "%10s %4s  %-9s %-7s %-7s  ", "COUNT", "%", "OP", "KIND", "ORIGIN");
+	fprintf(o, "%10s %4s  %-9s %-7s %-7s %8s %8s  ", "COUNT", "%", "OP", "KIND", "ORIGIN", "P50-US",
+		"P99-US");
 	top_put_cut(o, "FUNCTION", wf);
 	fputs("  ", o);
 	top_put_cut(o, "LOCATION", wl);
@@ -248,9 +251,10 @@ int report_write_top(FILE *o, const struct report_view *v)
 		const struct sym_frame *f = top_leaf(r, v->sym);
 		const char *lib = f ? f->lib : "", *slash = strrchr(lib, '/');
 
-		fprintf(o, "%10" PRIu64 " %4" PRIu64 "  %-9s %-7s %-7s  ", r->count,
+		fprintf(o, "%10" PRIu64 " %4" PRIu64 "  %-9s %-7s %-7s %8.1f %8.1f  ", r->count,
 			total ? r->count * 100 / total : 0, trace_op_name(r->flags),
-			trace_kind_name(r->kind), trace_origin_name(r->origin));
+			trace_kind_name(r->kind), trace_origin_name(r->origin),
+			lat_percentile(r->lat, 0.50) / 1e3, lat_percentile(r->lat, 0.99) / 1e3);
 		top_put_cut(o, f ? f->func : "[no stack]", wf);
 		fputs("  ", o);
 		top_put_cut(o, f ? f->code : "", wl);

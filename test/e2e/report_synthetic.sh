@@ -18,7 +18,7 @@ out=$( cd "$D" && "$FLTRACE" report 2>&1 ); rc=$?
 expect_eq report_exit "exit status" 0 "$rc"
 R=$D/fltrace-data-report-1000.out
 expect_eq report_header "header" \
-	"ips,flags,count,percent,op,type,lib,code,functions,kind,origin,syscall,file,offset,latency_total_us,latency_mean_us,latency_p99_us,nostack" \
+	"ips,flags,count,percent,op,type,lib,code,functions,kind,origin,syscall,file,offset,latency_total_us,latency_mean_us,latency_p99_us,nostack,latency_p50_us" \
 	"$(head -1 "$R")"
 expect_eq report_row0_ips "ips" "$leaf|$ret_b|$ret_c|" "$(csvget "$R" 0 ips)"
 expect_eq report_row0_counts "flags,count,percent,op,type" "33 5 38 write zero" \
@@ -28,10 +28,10 @@ expect_eq report_row0_code "code (leaf exact, callers at their call lines)" \
 	"$SRC:$leaf_line<//>$SRC:$line_b<//>$SRC:$line_c<//>??:?" "$(csvget "$R" 0 code)"
 expect_eq report_row0_functions "functions" "synth_leaf<//>synth_site_b<//>synth_site_c" \
 	"$(csvget "$R" 0 functions)"
-expect_eq report_row0_latency "kind,origin,latency" "zero user 15.0 3.0 5.0 0" \
-	"$(for c in kind origin latency_total_us latency_mean_us latency_p99_us nostack; do printf '%s ' "$(csvget "$R" 0 $c)"; done | sed 's/ $//')"
-expect_eq report_row1 "refetch row" "0 3 23 read regular refetch 30.0 10.0 10.0" \
-	"$(for c in flags count percent op type kind latency_total_us latency_mean_us latency_p99_us; do printf '%s ' "$(csvget "$R" 1 $c)"; done | sed 's/ $//')"
+expect_eq report_row0_latency "kind,origin,latency" "zero user 15.0 3.0 5.0 0 3.0" \
+	"$(for c in kind origin latency_total_us latency_mean_us latency_p99_us nostack latency_p50_us; do printf '%s ' "$(csvget "$R" 0 $c)"; done | sed 's/ $//')"
+expect_eq report_row1 "refetch row" "0 3 23 read regular refetch 30.0 10.0 10.0 10.0" \
+	"$(for c in flags count percent op type kind latency_total_us latency_mean_us latency_p99_us latency_p50_us; do printf '%s ' "$(csvget "$R" 1 $c)"; done | sed 's/ $//')"
 expect_eq report_file_row "file row: quoted path, offsets" "file|/data/x,\"y\".db|8192-16384|$libc<//>$exe<//>??" \
 	"$(csvget "$R" 2 kind)|$(csvget "$R" 2 file)|$(csvget "$R" 2 offset)|$(csvget "$R" 2 lib)"
 case "$(csvget "$R" 2 functions)" in
@@ -81,7 +81,7 @@ expect_eq report_folded_file "-o FILE" "$folded" "$(head -1 "$TMP/f.folded")"
 
 top=$("$FLTRACE" report -i "$D" --top 2 2>/dev/null)
 case "$top" in
-*"COUNT"*"synth_leaf"*"test_report.c:$leaf_line"*) pass report_top ;;
+*"COUNT"*"P50-US"*"P99-US"*"synth_leaf"*"test_report.c:$leaf_line"*) pass report_top ;;
 *) fail report_top "table: $top" ;;
 esac
 
