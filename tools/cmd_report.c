@@ -42,7 +42,7 @@ static const char report_usage[] =
 "      --pid N           only the process N\n"
 "      --time START:END  only faults in this window, seconds from the trace start\n"
 "                        (either side may be left out: 2.5: or :10)\n"
-"      --top N           print the N biggest rows as a table on stdout, no CSV files\n"
+"      --top N           print the N biggest rows as a table on stdout (latency p50, p99), no CSV files\n"
 "      --folded          print folded stacks (flamegraph.pl, speedscope, inferno) to stdout\n"
 "      --merge           combine all processes into fltrace-data-report-all.out\n"
 "      --files           also write fltrace-data-files-<pid>.out: file-backed faults per\n"
