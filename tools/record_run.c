@@ -400,6 +400,11 @@ int record_summarize(const struct record_opts *o, int status)
 		cli_note("prefetch %s: %s", fltrace_prefetch_name((unsigned)o->prefetch),
 			 runstats_prefetch_text(&t, text, sizeof(text)));
 	}
+	/* With replicas a lost server is survived: say what that took (far_memcached.c notes the loss). */
+	if (o->far_replicas > 1)
+		cli_note("far memory replicas: %llu re-fetch%s read from a replica; %llu server%s given up",
+			 (unsigned long long)t.far_replica_gets, t.far_replica_gets == 1 ? "" : "es",
+			 (unsigned long long)t.far_servers_lost, t.far_servers_lost == 1 ? "" : "s");
 	if (o->keep_sites)
 		cli_note("keep-local: %llu allocation%s at %s kept, up to %.1f MB of their pages held local%s",
 			 (unsigned long long)t.keep_allocs, t.keep_allocs == 1 ? "" : "s", o->keep_sites,

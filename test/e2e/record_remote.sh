@@ -134,6 +134,11 @@ expect_stat remote_replica_gets_counted "$TMP/remote_replica_kill" far_replica_g
 expect_stat remote_replica_server_lost "$TMP/remote_replica_kill" far_servers_lost -eq 1
 grep -Eq "^fltrace: note: far memory: server $victim (closed|refused) the connection.*read from their replicas" "$TMP/remote_replica_kill/err" &&
 	pass remote_replica_kill_noted || fail remote_replica_kill_noted "$(head -c 300 "$TMP/remote_replica_kill/err")"
+# record's summary says how many re-fetches the replicas answered: the stats' count, exactly
+rg=$(stat_max "$TMP/remote_replica_kill" far_replica_gets)
+expect_eq remote_replica_gets_summary "record's summary line of replica reads" \
+	"fltrace: far memory replicas: $rg re-fetches read from a replica; 1 server given up" \
+	"$(grep '^fltrace: far memory replicas: ' "$TMP/remote_replica_kill/err")"
 $MC stop "$MCD"
 
 # Without replicas: killed, stopped (a time-out, not a hang), restarted empty, a page dropped.
