@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fltrace/parse.h>
 
 static void cli_vline(const char *what, const char *fmt, va_list ap)
 {
@@ -133,9 +133,25 @@ void cli_out_abort(struct cli_out *o)
 	outfile_abort(&o->of);
 }
 
-int cli_value_left_out(char **argv, const char *cmd)
+/* "--", "-x" with x a short option of the command, or "--name[=...]" with name a long one. */
+static bool cli_is_own_option(const char *w, const char *optstring, const struct option *longopts)
 {
-	if (!optarg || optind < 2 || optarg != argv[optind - 1] || !parse_is_option(optarg))
+	if (w[0] != '-' || !w[1])
+		return false;
+	if (w[1] != '-')
+		return w[1] != ':' && w[1] != '+' && strchr(optstring, w[1]) != NULL;
+	if (!w[2])
+		return true; /* "--": the end of the options */
+	size_t n = strcspn(w + 2, "=");
+	for (const struct option *o = longopts; o->name; o++)
+		if (strlen(o->name) == n && !strncmp(o->name, w + 2, n))
+			return true;
+	return false;
+}
+
+int cli_value_left_out(char **argv, const char *cmd, const char *optstring, const struct option *longopts)
+{
+	if (!optarg || optind < 2 || optarg != argv[optind - 1] || !cli_is_own_option(optarg, optstring, longopts))
 		return 0;
 	return cli_error(CLI_EXIT_USAGE, argv[optind - 2], "needs a value, and '%s' is an option; "
 			 "run 'fltrace %s --help'", optarg, cmd);

@@ -19,10 +19,12 @@
 int cli_error(int code, const char *what, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* After getopt_long returned an option with a value: when that value is the next word and is
- * itself an option ("report --advise -i rec": the size was left out), one message naming the
- * option and CLI_EXIT_USAGE; otherwise 0. `cmd` names the command for its --help. */
-int cli_value_left_out(char **argv, const char *cmd);
+/* After getopt_long returned an option with a value: when that value is the next word and is one
+ * of this command's own options (in `optstring` or `longopts`), or "--" ("report --advise -i rec":
+ * the size was left out), one message naming the option and CLI_EXIT_USAGE; otherwise 0 (a path
+ * or a title may well start with '-'). `cmd` names the command for its --help. */
+struct option;
+int cli_value_left_out(char **argv, const char *cmd, const char *optstring, const struct option *longopts);
 
 /* Prints an informational line "fltrace: <fmt...>" on stderr. */
 void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

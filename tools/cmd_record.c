@@ -381,7 +381,7 @@ static int record_parse(int argc, char **argv, struct record_opts *o)
 			return record_unknown_option(argv);
 		if (c == ':')
 			return record_missing_value(argv);
-		if ((err = cli_value_left_out(argv, "record")))
+		if ((err = cli_value_left_out(argv, "record", record_optstring, record_longopts)))
 			return err;
 		err = record_parse_one(c, record_value(optarg), o);
 		if (err)

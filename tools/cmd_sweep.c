@@ -329,7 +329,7 @@ static int sweep_parse(int argc, char **argv, struct sweep_opts *o, struct sweep
 		if (c == ':')
 			return cli_error(CLI_EXIT_USAGE, argv[optind - 1], "needs a value; run 'fltrace "
 					 "sweep --help'");
-		if ((err = cli_value_left_out(argv, "sweep")))
+		if ((err = cli_value_left_out(argv, "sweep", "+:L:M:C:S:o:h", sweep_longopts)))
 			return err;
 		if ((err = sweep_parse_one(c, optarg, o, s)))
 			return err;

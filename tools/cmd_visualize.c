@@ -133,7 +133,7 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 	optind = 0; /* glibc: full re-initialisation */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":i:o:h", vis_longopts, NULL)) != -1) {
-		int left_out = c != ':' && c != '?' ? cli_value_left_out(argv, "visualize") : 0;
+		int left_out = c != ':' && c != '?' ? cli_value_left_out(argv, "visualize", ":i:o:h", vis_longopts) : 0;
 		if (left_out)
 			return left_out;
 		switch (c) {

@@ -9,13 +9,12 @@
 enum parse_err {
 	PARSE_OK = 0,
 	PARSE_EMPTY = 1,    /* nothing to parse */
-	PARSE_NEGATIVE = 2, /* starts with '-' */
+	PARSE_NEGATIVE = 2, /* a negative number ("-5") */
 	PARSE_JUNK = 3,     /* not a number */
 	PARSE_SUFFIX = 4,   /* a number followed by an unknown unit */
 	PARSE_ZERO = 5,     /* zero where a positive value is needed */
 	PARSE_RANGE = 6,    /* too large (overflow or above the caller's maximum) */
 	PARSE_SMALL = 7,    /* below the caller's minimum */
-	PARSE_OPTION = 8,   /* an option ("-i", "--"): the value itself was left out */
 };
 
 #define PARSE_KIB (1ull << 10)
@@ -28,10 +27,6 @@ enum parse_err {
  * without a unit is in `default_unit` bytes. Stores whole bytes (fractions are truncated).
  * Returns 0 or -PARSE_*; zero is refused (-PARSE_ZERO). */
 int parse_size(const char *s, uint64_t default_unit, uint64_t *bytes);
-
-/* Whether a value is an option, not a value: "-" then a letter or another "-" ("-i", "--advise",
- * "--"). getopt hands the next word to an option whose value was left out. */
-int parse_is_option(const char *s);
 
 /* A plain decimal unsigned number within [min, max]. Returns 0 or -PARSE_*. */
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);

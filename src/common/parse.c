@@ -77,6 +77,12 @@ static int parse_fraction(const char **p, uint64_t *num, uint64_t *den)
 	return 0;
 }
 
+/* A value starting with '-': a negative number, or words ("-x": not a number at all). */
+static int parse_minus(const char *s)
+{
+	return (s[1] >= '0' && s[1] <= '9') || s[1] == '.' ? -PARSE_NEGATIVE : -PARSE_JUNK;
+}
+
 int parse_size(const char *s, uint64_t default_unit, uint64_t *bytes)
 {
 	uint64_t whole, num = 0, den = 1, unit, frac;
@@ -85,7 +91,7 @@ int parse_size(const char *s, uint64_t default_unit, uint64_t *bytes)
 	if (!s || !*s)
 		return -PARSE_EMPTY;
 	if (*s == '-')
-		return parse_is_option(s) ? -PARSE_OPTION : -PARSE_NEGATIVE;
+		return parse_minus(s);
 	err = parse_digits(&s, &whole);
 	if (err)
 		return err;
@@ -109,11 +115,6 @@ int parse_size(const char *s, uint64_t default_unit, uint64_t *bytes)
 	return *bytes == 0 ? -PARSE_ZERO : 0;
 }
 
-int parse_is_option(const char *s)
-{
-	return s && s[0] == '-' && (s[1] == '-' || (s[1] >= 'a' && s[1] <= 'z') || (s[1] >= 'A' && s[1] <= 'Z'));
-}
-
 int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	uint64_t v;
@@ -122,7 +123,7 @@ int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	if (!s || !*s)
 		return -PARSE_EMPTY;
 	if (*s == '-')
-		return parse_is_option(s) ? -PARSE_OPTION : -PARSE_NEGATIVE;
+		return parse_minus(s);
 	err = parse_digits(&s, &v);
 	if (err)
 		return err;
@@ -147,7 +148,6 @@ const char *parse_strerror(int err)
 	case PARSE_ZERO: return "is zero";
 	case PARSE_RANGE: return "is too large";
 	case PARSE_SMALL: return "is too small";
-	case PARSE_OPTION: return "is an option, not a value (was the value left out?)";
 	default: return "is invalid";
 	}
 }

@@ -31,6 +31,8 @@ expect_error value_left_out_sweep 2 "-L: needs a value, and '--policy' is an opt
 	"$FLTRACE" sweep -L --policy fifo -- true
 expect_error value_left_out_visualize 2 "-o: needs a value, and '-i' is an option" \
 	"$FLTRACE" visualize -o -i "$TMP"
+# a word that is no option of the command is a value like any other (a title, a path may start with '-')
+expect_error value_dash_word_not_an_option 2 "-L: '-i' is not a number" "$FLTRACE" record -L -i -- true
 expect_error L_not_a_number 2 "-L: 'abc' is not a number" "$FLTRACE" record -L abc -M 64 -- true
 expect_error L_zero 2 "-L: '0' is zero" "$FLTRACE" record -L 0 -M 64 -- true
 expect_error L_negative 2 "-L: '-5' is negative" "$FLTRACE" record -L -5 -M 64 -- true
