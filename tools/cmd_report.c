@@ -623,13 +623,13 @@ static void report_advise_check_recording(const struct report_env *env)
 	if (runstats_read_dir(&s, env->dir) || !s.files)
 		return;
 	double mb = 1024.0 * 1024.0;
-	if (!s.refetch)
-		cli_note("warning: --advise: the recording re-fetched no page (recorded without -L, or with "
-			 "-L above its peak), so no site has anything to save; record with -L %g", env->advise / mb);
-	else if (s.prefetch_hits)
+	if (s.prefetch_hits)
 		cli_note("warning: --advise: the recording ran with a prefetcher, whose %llu hits were far "
 			 "transfers the advice does not count; record with --prefetch none for advice",
 			 (unsigned long long)s.prefetch_hits);
+	else if (!s.refetch)
+		cli_note("warning: --advise: the recording re-fetched no page (recorded without -L, or with "
+			 "-L above its peak), so no site has anything to save; record with -L %g", env->advise / mb);
 	if (s.refetch && s.localmem != env->advise)
 		cli_note("warning: --advise: the recording ran at -L %g, not %g: the advice counts its "
 			 "re-fetches at %g MB; record with -L %g to advise for that size", s.localmem / mb,

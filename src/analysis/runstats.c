@@ -49,7 +49,8 @@ static const struct runstats_field {
 	{ "untracked_loader_file_bytes", offsetof(struct runstats, untracked_loader_file), true },
 	{ "localmem", offsetof(struct runstats, localmem), true },
 	{ "far_replica_gets", offsetof(struct runstats, far_replica_gets), false },
-	{ "far_servers_lost", offsetof(struct runstats, far_servers_lost), false },
+	/* each process has its own connections and counts the same lost server: the largest */
+	{ "far_servers_lost", offsetof(struct runstats, far_servers_lost), true },
 };
 
 /* The last complete line in buf[0, n) (the one before a line still being written, if any). */

@@ -20,7 +20,8 @@ struct runstats {
 	uint64_t keep_peak;        /* --keep-local: bytes of kept pages, at their peak */
 	uint64_t untracked_shared_file, untracked_loader_file;
 	uint64_t localmem;         /* -L in bytes (the machine's memory when none was given) */
-	/* --far memcached: re-fetches a replica answered, servers given up during the run */
+	/* --far memcached: re-fetches a replica answered (summed), servers given up (the most any
+	 * process gave up: each has its own connections to the same servers) */
 	uint64_t far_replica_gets, far_servers_lost;
 };
 

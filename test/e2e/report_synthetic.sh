@@ -30,7 +30,7 @@ expect_eq report_row0_functions "functions" "synth_leaf<//>synth_site_b<//>synth
 	"$(csvget "$R" 0 functions)"
 expect_eq report_row0_latency "kind,origin,latency" "zero user 15.0 3.0 5.0 0 3.0" \
 	"$(for c in kind origin latency_total_us latency_mean_us latency_p99_us nostack latency_p50_us; do printf '%s ' "$(csvget "$R" 0 $c)"; done | sed 's/ $//')"
-expect_eq report_row1 "refetch row" "0 3 23 read regular refetch 30.0 10.0 10.0 10.0" \
+expect_eq report_row1 "refetch row: median, mean and p99 apart" "0 3 23 read regular refetch 30.0 10.0 25.0 3.0" \
 	"$(for c in flags count percent op type kind latency_total_us latency_mean_us latency_p99_us latency_p50_us; do printf '%s ' "$(csvget "$R" 1 $c)"; done | sed 's/ $//')"
 expect_eq report_file_row "file row: quoted path, offsets" "file|/data/x,\"y\".db|8192-16384|$libc<//>$exe<//>??" \
 	"$(csvget "$R" 2 kind)|$(csvget "$R" 2 file)|$(csvget "$R" 2 offset)|$(csvget "$R" 2 lib)"
@@ -84,6 +84,9 @@ case "$top" in
 *"COUNT"*"P50-US"*"P99-US"*"synth_leaf"*"test_report.c:$leaf_line"*) pass report_top ;;
 *) fail report_top "table: $top" ;;
 esac
+# the re-fetch row's latency median and p99 in the table, the CSV's numbers (not its mean, 10.0)
+if grep -Eq ' refetch +user +3\.0 +25\.0 ' <<< "$top"; then pass report_top_latency
+else fail report_top_latency "no refetch row with P50 3.0 and P99 25.0: $top"; fi
 
 "$FLTRACE" report -i "$D" --raw --files >/dev/null 2>&1
 F=$D/fltrace-data-faults-1000-0.out

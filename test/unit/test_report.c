@@ -119,10 +119,13 @@ static int synth_write_std(const char *dir, const struct synth_sites *s, uint32_
 		synth_fault(f, &(struct synth_fault){ .t_ns = 1000000000ull + i, .addr = 0x20000000 +
 			    i * 4096, .ip = s->leaf, .stack_id = 0, .latency_ns = 1000 * (i + 1),
 			    .flags = FT_FLAG_WRITE | FT_FLAG_ZERO, .kind = FT_KIND_ZERO });
-	/* 3 re-fetch reads at leaf (another number for the --diff tests). */
+	/* 3 re-fetch reads at leaf (another number for the --diff tests), latencies skewed so that
+	 * the median (3 us), the mean (10 us) and the p99 (25 us) differ: 2, 3, 25 us, then 10 us
+	 * each for any more (--diff's runs with more re-fetches). */
+	static const uint64_t refetch_ns[] = { 2000, 3000, 25000 };
 	for (int i = 0; i < synth_nrefetch; i++)
 		synth_fault(f, &(struct synth_fault){ .t_ns = 2000000000ull + i, .addr = 0x20000000,
-			    .ip = s->leaf, .stack_id = 0, .latency_ns = 10000,
+			    .ip = s->leaf, .stack_id = 0, .latency_ns = i < 3 ? refetch_ns[i] : 10000,
 			    .kind = FT_KIND_REFETCH });
 	/* 2 file faults in getpid (a made-up but well-formed file region). */
 	synth_fault(f, &(struct synth_fault){ .t_ns = 3000000000ull, .addr = 0x10001000,
