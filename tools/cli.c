@@ -4,14 +4,13 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdbool.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
 
 static void cli_vline(const char *what, const char *fmt, va_list ap)
 {

@@ -248,8 +248,9 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:o:h", opts, NULL)) != -1) {
-		int left_out = c != ':' && c != '?' ? cli_value_left_out(argv, "report", ":i:o:h", opts) : 0;
+	static const char optstring[] = ":i:o:h";
+	while ((c = getopt_long(argc, argv, optstring, opts, NULL)) != -1) {
+		int left_out = c != ':' && c != '?' ? cli_value_left_out(argv, "report", optstring, opts) : 0;
 		if (left_out)
 			return left_out;
 		switch (c) {

@@ -317,7 +317,8 @@ static int sweep_parse(int argc, char **argv, struct sweep_opts *o, struct sweep
 
 	optind = 0; /* glibc: full re-initialisation */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:L:M:C:S:o:h", sweep_longopts, NULL)) != -1) {
+	static const char optstring[] = "+:L:M:C:S:o:h";
+	while ((c = getopt_long(argc, argv, optstring, sweep_longopts, NULL)) != -1) {
 		if (c == 'h') {
 			sweep_help();
 			return -1;
@@ -329,7 +330,7 @@ static int sweep_parse(int argc, char **argv, struct sweep_opts *o, struct sweep
 		if (c == ':')
 			return cli_error(CLI_EXIT_USAGE, argv[optind - 1], "needs a value; run 'fltrace "
 					 "sweep --help'");
-		if ((err = cli_value_left_out(argv, "sweep", "+:L:M:C:S:o:h", sweep_longopts)))
+		if ((err = cli_value_left_out(argv, "sweep", optstring, sweep_longopts)))
 			return err;
 		if ((err = sweep_parse_one(c, optarg, o, s)))
 			return err;

@@ -132,8 +132,9 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 					.fold = VIS_FOLD } };
 	optind = 0; /* glibc: full re-initialisation */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":i:o:h", vis_longopts, NULL)) != -1) {
-		int left_out = c != ':' && c != '?' ? cli_value_left_out(argv, "visualize", ":i:o:h", vis_longopts) : 0;
+	static const char optstring[] = ":i:o:h";
+	while ((c = getopt_long(argc, argv, optstring, vis_longopts, NULL)) != -1) {
+		int left_out = c != ':' && c != '?' ? cli_value_left_out(argv, "visualize", optstring, vis_longopts) : 0;
 		if (left_out)
 			return left_out;
 		switch (c) {
