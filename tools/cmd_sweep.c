@@ -135,11 +135,12 @@ static int sweep_cmp_desc(const void *a, const void *b)
 }
 
 /* A list with an empty item ("2q,,fifo", "none,"): strtok would skip it, and a typo would go
- * unseen; refused with one message, e.g. "give sizes such as 16,32,64". */
+ * unseen; refused with one message (CLI_EXIT_USAGE), e.g. "give sizes such as 16,32,64". An empty
+ * list is the callers' own "no size" message. */
 static int sweep_list_empty_item(const char *opt, const char *arg, const char *example)
 {
 	size_t n = strlen(arg);
-	if (n && arg[0] != ',' && arg[n - 1] != ',' && !strstr(arg, ",,"))
+	if (!n || (arg[0] != ',' && arg[n - 1] != ',' && !strstr(arg, ",,")))
 		return 0;
 	return cli_error(CLI_EXIT_USAGE, opt, "'%s' has an empty item; give a list without one, e.g. %s",
 			 arg, example);
@@ -154,8 +155,9 @@ static int sweep_parse_sizes(const char *arg, struct sweep_opts *o)
 	if (strlen(arg) >= sizeof(buf))
 		return cli_error(CLI_EXIT_USAGE, "-L", "the list is too long; give at most %d sizes",
 				 SWEEP_MAX_SIZES);
-	if (*arg && sweep_list_empty_item("-L", arg, "16,32,64"))
-		return CLI_EXIT_USAGE;
+	int empty = sweep_list_empty_item("-L", arg, "16,32,64");
+	if (empty)
+		return empty;
 	snprintf(buf, sizeof(buf), "%s", arg);
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
@@ -181,8 +183,9 @@ static int sweep_parse_policies(const char *arg, struct sweep_opts *o, struct sw
 {
 	char *save = NULL;
 
-	if (*arg && sweep_list_empty_item("--policy", arg, "2q,fifo"))
-		return CLI_EXIT_USAGE;
+	int empty = sweep_list_empty_item("--policy", arg, "2q,fifo");
+	if (empty)
+		return empty;
 	snprintf(o->policy_buf, sizeof(o->policy_buf), "%s", arg);
 	s->npolicies = 0;
 	for (char *tok = strtok_r(o->policy_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -227,8 +230,9 @@ static int sweep_parse_prefetches(const char *arg, struct sweep_opts *o)
 {
 	char *save = NULL, names[128];
 
-	if (*arg && sweep_list_empty_item("--prefetch", arg, "none,readahead"))
-		return CLI_EXIT_USAGE;
+	int empty = sweep_list_empty_item("--prefetch", arg, "none,readahead");
+	if (empty)
+		return empty;
 	snprintf(o->prefetch_buf, sizeof(o->prefetch_buf), "%s", arg);
 	o->nprefetches = 0;
 	for (char *tok = strtok_r(o->prefetch_buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
