@@ -33,6 +33,9 @@
 #define FLTRACE_ENV_POLL "FLTRACE_POLL"             /* --poll: adaptive | block | spin */
 #define FLTRACE_ENV_SPIN_US "FLTRACE_SPIN_US"       /* adaptive: µs a handler polls after a fault (100) */
 #define FLTRACE_ENV_FILES "FLTRACE_FILES"           /* --files: mapped | all */
+/* handler (default): a user-mode fault's stack is read by the handler while its thread sleeps, where
+ * that gives the stack signal's own; signal: always by the stack signal (to compare the two) */
+#define FLTRACE_ENV_STACKS "FLTRACE_STACKS"
 #define FLTRACE_ENV_ALLOCS "FLTRACE_ALLOCS"         /* --allocs: 1 record allocation sites, 0 not */
 #define FLTRACE_ENV_ALLOC_SAMPLE "FLTRACE_ALLOC_SAMPLE" /* --alloc-sample: mean bytes between samples */
 #define FLTRACE_DEFAULT_ALLOC_SAMPLE (512u << 10)

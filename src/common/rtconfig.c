@@ -22,6 +22,7 @@ struct setting {
 
 static const char *const poll_words[] = { "percpu", "adaptive", "block", "spin", NULL };
 static const char *const files_words[] = { "mapped", "all", NULL };
+static const char *const stacks_words[] = { "handler", "signal", NULL };
 
 #define OFF(f) offsetof(struct rtconfig, f)
 static const struct setting settings[] = {
@@ -45,6 +46,7 @@ static const struct setting settings[] = {
 	{ FLTRACE_ENV_POLL, K_WORD, OFF(poll), false, RTCONFIG_POLL_PERCPU, 0, 0, poll_words },
 	{ FLTRACE_ENV_SPIN_US, K_U64, OFF(spin_ns), false, 100, 0, 1000000, NULL },
 	{ FLTRACE_ENV_FILES, K_WORD, OFF(files_all), false, 0, 0, 0, files_words },
+	{ FLTRACE_ENV_STACKS, K_WORD, OFF(stacks_signal), false, 0, 0, 0, stacks_words },
 	{ FLTRACE_ENV_ALLOCS, K_BOOL, OFF(allocs), false, 1, 0, 1, NULL },
 	{ FLTRACE_ENV_KEEP_LOCAL, K_PATH, OFF(keep_local), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_ALLOC_SAMPLE, K_U64, OFF(alloc_sample), false, FLTRACE_DEFAULT_ALLOC_SAMPLE, 0,
@@ -87,8 +89,8 @@ static int parse_words(const struct setting *s, const char *v, unsigned *out, st
 			*out = i;
 			return 0;
 		}
-	return refuse(err, s, v, "is not one of its values", s->words == poll_words ?
-		      "give percpu, adaptive, block or spin" : "give mapped or all");
+	return refuse(err, s, v, "is not one of its values", s->words == poll_words ? "give percpu, adaptive, block or spin" :
+		      s->words == stacks_words ? "give handler or signal" : "give mapped or all");
 }
 
 static int parse_one(const struct setting *s, const char *v, struct rtconfig *c, struct rtconfig_error *err)
@@ -115,6 +117,8 @@ static int parse_one(const struct setting *s, const char *v, struct rtconfig *c,
 			return -1;
 		if (s->off == OFF(files_all))
 			c->files_all = w == 1;
+		else if (s->off == OFF(stacks_signal))
+			c->stacks_signal = w == 1;
 		else
 			c->poll = (enum rtconfig_poll)w;
 		return 0;

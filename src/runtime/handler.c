@@ -16,6 +16,7 @@
 #include "region.h"
 #include "threads.h"
 #include "handler.h"
+#include "sysstack.h"
 
 #define PENDING_MAX 4096
 #define WAKE_AFTER_NS (2 * 1000 * 1000ull)      /* a harmless early wake-up */
@@ -57,6 +58,9 @@ struct handler_ctx {
 	unsigned ndeferred, deferred_cap;
 	struct deferred_note *notes;
 	unsigned nnotes, notes_cap;
+	/* The stack of the fault at hand, read here while its thread sleeps (handler_user_stack). */
+	uint64_t user_ips[FLTRACE_MAX_STACK_DEPTH];
+	unsigned user_depth;
 };
 
 /* Room for one more entry in such a list (rt_map'd: the program's heap is no place for it). */
@@ -76,11 +80,13 @@ static void *handler_list_room(void *v, unsigned n, unsigned *cap, size_t size)
 	return nv;
 }
 
-/* A fault served without the stack signal: fltrace's own, sampled out, or in a system call (whose
- * stack is unwound here, `unwind`, while the thread still sleeps). False if a fork kept the stack
- * from being read: nothing is counted or recorded yet, and the thread must sleep on. */
+/* A fault served without the stack signal: fltrace's own, sampled out, one in user mode whose stack
+ * was read here before it was served (`pre`: handler_user_stack), or in a system call (whose stack is
+ * unwound here, `unwind`, while the thread still sleeps). False if a fork kept the stack from being
+ * read: nothing is counted or recorded yet, and the thread must sleep on. */
 static bool handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t, int tid, bool record,
-				     const struct syscall_state *s, bool unwind, enum rt_nostack why)
+				     const struct syscall_state *s, bool unwind, const struct handler_ctx *pre,
+				     enum rt_nostack why)
 {
 	if (t && atomic_load(&t->busy)) {
 		/* Taken inside our stack handler (libunwind's TLS lookups read the thread's TLS vector,
@@ -96,12 +102,14 @@ static bool handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t,
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
 	uint64_t t0 = rt_mono_ns();
 	bool forked = false;
-	unsigned depth = unwind && t ? unwind_sleeping(t, tid, s, ips, &forked) : 0;
+	unsigned depth = pre ? pre->user_depth : unwind && t ? unwind_sleeping(t, tid, s, ips, &forked) : 0;
 	t0 = rt_time_add(&rt.stats.time.unwind, t0);
 	if (forked)
 		return false;
 	count_fault(req->flags, req->kind);
-	record_without_stack(req, t, tid, s, ips, depth, why);
+	record_without_stack(req, t, tid, s, pre ? pre->user_ips : ips, depth, why);
+	if (pre)
+		atomic_fetch_add_explicit(&rt.stats.stacks_by_handler, 1, memory_order_relaxed);
 	rt_time_add(&rt.stats.time.record, t0);
 	return true;
 }
@@ -254,6 +262,41 @@ static bool handler_late_duplicate(uintptr_t addr, int fd, uint32_t gen)
 	return dup;
 }
 
+/* A user-mode fault's stack read here while its thread sleeps, instead of by the stack signal: the
+ * signal's delivery, its frame (with the AVX-512 state) and sigreturn cost the thread more than an
+ * unwind here (0.3-1 us a fault where the stack was seen before and its return addresses are read in
+ * place; 3-4 us afresh). FLTRACE_STACKS=signal against this, alternating, medians of 3: GAPBS bfs
+ * serial -L 1000 6.21 -> 6.01 s, -L 140 9.22 -> 8.79, OpenMP x2 -L 140 5.77 -> 5.29, python -L 170
+ * 6.53 -> 5.81. Only where the unwind is the signal's own (sysstack_unwind_user), and where the
+ * thread's CPU can be read without the signal (its rseq area, told at its first stack signal: the
+ * signal is what kept rt_thread.cpu, by which faults are routed, current). Not after a signal of the
+ * program's took the thread out of its fault meanwhile (its stack may have moved on): the stack
+ * signal then, as before. */
+static bool handler_user_stack(struct handler_ctx *ctx, struct rt_thread *t, int tid, const struct syscall_state *s,
+			       unsigned taken)
+{
+	const uint32_t *cpu_at = atomic_load_explicit(&t->rseq_cpu, memory_order_relaxed);
+	if (!rt.cfg.stacks_by_handler || !cpu_at)
+		return false;
+	if (!t->rseq_untracked) { /* a thread on a stack of the program's own making, from its heap */
+		if (!handler_lock())
+			return false;
+		t->rseq_untracked = region_page((uintptr_t)cpu_at) ? -1 : 1;
+		rt_unlock();
+	}
+	if (t->rseq_untracked < 0)
+		return false;
+	uint64_t t0 = rt_mono_ns();
+	bool whole = sysstack_unwind_user(tid, s->pc, s->sp, ctx->user_ips, rt.cfg.stack_depth, &ctx->user_depth);
+	rt_time_add(&rt.stats.time.unwind, t0);
+	if (!whole || atomic_load(&t->busy) || atomic_load(&t->signals_taken) != taken)
+		return false;
+	int cpu = (int)*(const volatile uint32_t *)cpu_at;
+	if (cpu >= 0 && cpu < CPULIST_MAX)
+		atomic_store_explicit(&t->cpu, cpu, memory_order_relaxed);
+	return true;
+}
+
 static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *m, int fd, bool holder, bool kept,
 				uint64_t since)
 {
@@ -305,6 +348,8 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	 * the loader's lock, which a thread asleep in a fault that waits for this fork may hold. */
 	bool signal = !reraise && record && !busy && s.nr == -1 && !holder &&
 		      !atomic_load_explicit(&rt.ptraced, memory_order_relaxed);
+	bool by_handler = signal && handler_user_stack(ctx, t, tid, &s, taken);
+	signal = signal && !by_handler;
 	/* A thread that blocked the signal at its last fault is asked first, rather than waited
 	 * for 2 ms at each fault. */
 	if (signal && t->blocks_signal) {
@@ -347,7 +392,7 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		t->reraised = 0;
 	/* In a system call, or blocking the signal: the stack is unwound from here, the thread kept
 	 * asleep meanwhile (it must not run on and change what is being read). */
-	bool unwind = record && !busy && !signal && s.nr >= -1 && !slot_has_call_stack(t, s.nr);
+	bool unwind = record && !busy && !signal && !by_handler && s.nr >= -1 && !slot_has_call_stack(t, s.nr);
 	struct rt_thread local;
 	struct rt_thread *req = signal ? t : &local; /* only a signalled request lives in the slot */
 	req->addr = addr;
@@ -424,7 +469,7 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	 * fault must still find that fault in its trace. */
 	enum rt_nostack why = signal ? NOSTACK_GONE : s.nr >= -1 ? NOSTACK_UNWIND : NOSTACK_STATE;
 	const struct syscall_state *state = s.nr >= -1 ? &s : NULL;
-	if (!handler_note_unsignalled(req, t, tid, record, state, unwind, why)) {
+	if (!handler_note_unsignalled(req, t, tid, record, state, unwind, by_handler ? ctx : NULL, why)) {
 		handler_defer_note(ctx, req, t, tid, record, state, unwind, why);
 		return true;
 	}
@@ -463,7 +508,8 @@ static void handler_finish_notes(struct handler_ctx *ctx)
 	ctx->nnotes = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct deferred_note d = ctx->notes[i];
-		if (handler_note_unsignalled(&d.req, d.t, d.tid, d.record, d.in_state ? &d.s : NULL, d.unwind, d.why))
+		if (handler_note_unsignalled(&d.req, d.t, d.tid, d.record, d.in_state ? &d.s : NULL, d.unwind, NULL,
+					     d.why))
 			serve_wake_page(d.req.uffd, d.req.addr);
 		else
 			ctx->notes[ctx->nnotes++] = d; /* at most at index i: no growth */

@@ -6,7 +6,8 @@
  * CPU: exactly when a program thread there has just gone to sleep in a fault. The poller is on the
  * CPU already, and the thread it serves wakes there again; between vCPUs a wake-up costs tens of µs
  * or more here, on one a few (kernel-facts). A fault read by the poller of another CPU is routed to
- * the poller of the CPU its thread last took a stack signal on (rt_thread.cpu), through a table of
+ * the poller of the CPU its thread last faulted on (rt_thread.cpu: where it took its last stack
+ * signal, or what its rseq area said at its last fault read by a handler), through a table of
  * slots per poller; any poller takes a routed fault left STEAL_NS (that CPU is busy). Only pollers
  * on watch (their CPU's threads fault, and have not moved away) poll; after FLTRACE_SPIN_US
  * (100 µs) without a fault they sleep in poll(), the others nap until a fault is routed to them

@@ -235,6 +235,7 @@ static void config_parse(struct rt_config *c)
 	c->percpu = rc.poll == RTCONFIG_POLL_PERCPU;
 	c->spin_ns = rc.spin_ns;
 	c->files_all = rc.files_all;
+	c->stacks_by_handler = !rc.stacks_signal;
 	c->allocs = rc.allocs;
 	c->keep_local = rc.keep_local;
 	c->alloc_sample = rc.alloc_sample;

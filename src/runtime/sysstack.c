@@ -1,5 +1,5 @@
-/* Stacks of threads asleep in a fault the stack signal cannot serve (inside a system call, or with the
- * signal blocked): unwound by a handler with libunwind's remote interface from the (pc, sp) /proc shows. */
+/* Stacks of threads asleep in a fault, unwound by a handler with libunwind's remote interface from the
+ * (pc, sp) /proc shows: inside a system call, with the stack signal blocked, and in user mode. */
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
@@ -24,6 +24,9 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 #define CACHE_ENTRIES 8
 #define OWN_FRAMES_MAX 8
 #define FRAMES_MAX (FLTRACE_MAX_STACK_DEPTH + OWN_FRAMES_MAX + 1)
+/* The cache key sysstack_unwind_user's stacks go by, in place of a system call's number: unwound
+ * without the frame-pointer guess, they are not the ones sysstack_unwind keeps for user mode (-1). */
+#define NR_USER_EXACT (-3L)
 
 /* One loaded object's code and the table libunwind searches for it (.eh_frame_hdr). */
 struct sys_object {
@@ -51,6 +54,8 @@ static struct {
 struct reader {
 	uint64_t pc, sp, fp;
 	bool have_fp;
+	bool lacked_reg; /* the unwind asked for a register the kernel does not show (the stack is then
+			  * not the one the thread would unwind itself) */
 	bool forked; /* a page could not be read: a fork held rt.lock (the unwind is to be redone) */
 	uintptr_t page[CACHE_PAGES];
 	unsigned next, last; /* last: the entry hit most recently (reads come in runs) */
@@ -64,7 +69,7 @@ static __thread struct reader *tls_reader;
 static __thread struct cache_entry *tls_cache;
 static __thread unsigned tls_cache_next;
 static __thread struct frames *tls_spare;
-static __thread unsigned tls_generation;
+static __thread unsigned tls_generation, tls_threads_gone;
 
 /* ---- the object table ---- */
 
@@ -233,7 +238,7 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
 static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
 {
 	(void)as;
-	const struct reader *r = arg;
+	struct reader *r = arg;
 	if (write)
 		return -UNW_EREADONLYREG;
 	if (reg == UNW_X86_64_RIP)
@@ -242,8 +247,10 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, in
 		*val = r->sp;
 	else if (reg == UNW_X86_64_RBP && r->have_fp)
 		*val = r->fp;
-	else
+	else {
+		r->lacked_reg = true;
 		return -UNW_EBADREG;
+	}
 	return 0;
 }
 
@@ -312,6 +319,7 @@ static unw_accessors_t accessors = {
 struct frames {
 	unsigned n;
 	bool broken; /* stopped on an error, not at the outermost frame */
+	bool exact;  /* whole (or cut at the limit) from the two registers shown, nothing guessed */
 	uint64_t last_sp;
 	uint64_t ip[FRAMES_MAX], slot[FRAMES_MAX];
 };
@@ -328,7 +336,9 @@ static void unwind_from(struct reader *r, struct frames *f, unsigned max)
 	unw_cursor_t cur;
 	f->n = 0;
 	f->broken = true;
+	f->exact = false;
 	f->last_sp = r->sp;
+	r->lacked_reg = false;
 	if (unw_init_remote(&cur, tls_as, r) < 0)
 		return;
 	int step = 0;
@@ -345,6 +355,7 @@ static void unwind_from(struct reader *r, struct frames *f, unsigned max)
 		f->n++;
 	} while (f->n < max && (step = unw_step(&cur)) > 0);
 	f->broken = f->n < max && step < 0;
+	f->exact = !f->broken && !r->lacked_reg && f->n > 0;
 }
 
 static bool word_at(struct reader *r, uintptr_t addr, uint64_t *v)
@@ -401,26 +412,64 @@ static void unwind_with_frame_pointer_guess(struct reader *r, struct frames *f, 
 	r->fp = fp;
 	r->have_fp = true;
 	unwind_from(r, again, max);
-	if (again->n > f->n && memcmp(again->ip, f->ip, f->n * sizeof(f->ip[0])) == 0)
+	if (again->n > f->n && memcmp(again->ip, f->ip, f->n * sizeof(f->ip[0])) == 0) {
 		memcpy(f, again, sizeof(*f));
+		f->exact = false;
+	}
 }
 
-/* A thread faulting again and again inside one system call (a big read) has the same stack each
- * time: the same (call, sp, pc) whose return addresses all still sit in their slots. */
+/* The return addresses of a stack unwound before still in their slots, read in place: 0.2 µs where
+ * reading each page with process_vm_readv took 3-4 µs a fault (GAPBS bfs, python). The slots are on
+ * the stack of the thread asleep at the same (pc, sp) whose unwind read them, mapped while it sleeps
+ * (a new thread with a reused id forgets the cache: sysstack_thread_gone). A tracked page is read
+ * only in place and under rt.lock, which an eviction moving it away holds: a page away would fault
+ * here, on this very handler. */
+static bool cache_slots_hold(const struct frames *f, struct reader *r)
+{
+	if (!rt_lock_unless_fork()) {
+		r->forked = true;
+		return false;
+	}
+	bool hold = true;
+	uintptr_t mask = rt.page_size - 1, checked = 0;
+	for (unsigned j = 1; hold && j < f->n; j++) {
+		uintptr_t a = f->slot[j], page = a & ~mask;
+		if (!a)
+			continue;
+		if (a & 7) { /* never seen: a slot is a word of the stack; unwind afresh */
+			hold = false;
+			break;
+		}
+		if (page != checked) {
+			uint32_t *pg = region_page(page);
+			hold = !pg || pg_state(*pg) == PAGE_PRESENT;
+			checked = page;
+		}
+		hold = hold && *(const volatile uint64_t *)a == f->ip[j];
+	}
+	rt_unlock();
+	return hold;
+}
+
+/* A thread faulting again and again at one place (a big read, a loop filling memory) has the same
+ * stack each time: the same (call, sp, pc) whose return addresses all still sit in their slots. */
 static struct frames *cache_lookup(int tid, long nr, uint64_t pc, uint64_t sp, struct reader *r)
 {
 	for (unsigned i = 0; i < CACHE_ENTRIES; i++) {
 		struct cache_entry *e = &tls_cache[i];
 		if (e->tid != tid || e->nr != nr || e->pc != pc || e->sp != sp)
 			continue;
-		for (unsigned j = 1; j < e->f.n; j++) {
-			uint64_t v;
-			if (e->f.slot[j] && (!word_at(r, e->f.slot[j], &v) || v != e->f.ip[j]))
-				return NULL;
-		}
-		return &e->f;
+		return cache_slots_hold(&e->f, r) ? &e->f : NULL;
 	}
 	return NULL;
+}
+
+/* Bumped when a thread id is found reused by a new thread: every handler's cache is dropped. */
+static _Atomic unsigned threads_gone;
+
+void sysstack_thread_gone(void)
+{
+	atomic_fetch_add(&threads_gone, 1);
 }
 
 static struct cache_entry *cache_slot(int tid, long nr, uint64_t pc, uint64_t sp)
@@ -453,6 +502,25 @@ static bool sysstack_thread_init(void)
 	return true;
 }
 
+/* This handler's unwinder, its caches current: parsed frame rules are dropped when the loaded
+ * objects change, cached stacks when a thread id was reused. */
+static bool sysstack_ready(void)
+{
+	if (!sysstack_thread_init())
+		return false;
+	unsigned generation = atomic_load(&objs.generation), gone = atomic_load(&threads_gone);
+	if (generation != tls_generation) {
+		unw_flush_cache(tls_as, 0, 0);
+		tls_generation = generation;
+	}
+	if (gone != tls_threads_gone) {
+		for (unsigned i = 0; i < CACHE_ENTRIES; i++)
+			tls_cache[i].tid = 0;
+		tls_threads_gone = gone;
+	}
+	return true;
+}
+
 /* The program's stack at a system call (nr >= 0) or a user-mode fault (nr -1): the pc first, then
  * its callers. Handler threads only; the thread must stay asleep. */
 unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh,
@@ -460,13 +528,8 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
 {
 	*fresh = true;
 	*forked = false;
-	if (!sysstack_thread_init())
+	if (!sysstack_ready())
 		return 0;
-	unsigned generation = atomic_load(&objs.generation);
-	if (generation != tls_generation) {
-		unw_flush_cache(tls_as, 0, 0);
-		tls_generation = generation;
-	}
 	struct reader *r = tls_reader;
 	*r = (struct reader){ .pc = pc, .sp = sp, .data = r->data };
 	/* Room for our own frames beyond --depth, and one more to tell a cut stack. */
@@ -493,4 +556,37 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
 	if (f->n == want)
 		atomic_fetch_add(&rt.stats.stacks_cut, 1);
 	return d;
+}
+
+/* A user-mode fault's stack from here is the stack signal's own only if the unwind needed no register
+ * but the two /proc shows (code that keeps its frame in rbp, -O0 for one, needs rbp: the signal
+ * takes those), and met none of fltrace's frames (the program's malloc, or a wrapper touching a
+ * buffer for a system call: the stack handler tells those apart). Whole stacks and failed ones are
+ * both cached: a loop faulting at one place costs one unwind. */
+bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, unsigned *depth)
+{
+	if (!sysstack_ready())
+		return false;
+	struct reader *r = tls_reader;
+	*r = (struct reader){ .pc = pc, .sp = sp, .data = r->data };
+	unsigned want = max + OWN_FRAMES_MAX + 1; /* as sysstack_unwind: they share the cache */
+	struct frames *f = cache_lookup(tid, NR_USER_EXACT, pc, sp, r);
+	if (!f && !r->forked) {
+		struct cache_entry *e = cache_slot(tid, NR_USER_EXACT, pc, sp);
+		f = &e->f;
+		unwind_from(r, f, want);
+		if (r->forked)
+			e->tid = 0;
+	}
+	if (r->forked || !f->exact)
+		return false;
+	unsigned d = f->n < max ? f->n : max;
+	for (unsigned i = 0; i < f->n; i++)
+		if (prefault_is_own_frame(f->ip[i]))
+			return false;
+	memcpy(ips, f->ip, d * sizeof(*ips));
+	if (f->n > max)
+		atomic_fetch_add(&rt.stats.stacks_cut, 1);
+	*depth = d;
+	return true;
 }

@@ -1,5 +1,5 @@
-/* Stacks of threads asleep inside a system call, unwound from a handler thread through
- * /proc/<tid>/mem with the loaded objects' unwind tables. */
+/* Stacks of threads asleep in a fault (inside a system call, or in user mode), unwound from a handler
+ * thread with the loaded objects' unwind tables, without touching the thread's memory. */
 #ifndef FLTRACE_RT_SYSSTACK_H
 #define FLTRACE_RT_SYSSTACK_H
 
@@ -12,5 +12,9 @@ void sysstack_fork_child(void);      /* a handler of the parent may have held th
  * `forked`: not unwound, a fork holding rt.lock kept a page from being read (to be redone). */
 unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh,
 			 bool *forked);
+/* The stack of a thread asleep in a fault it took in user mode at (pc, sp), exactly as its stack
+ * signal would take it: false (nothing in ips) if that cannot be known from here. */
+void sysstack_thread_gone(void); /* a thread id was found reused: cached stacks of it are stale */
+bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, unsigned *depth);
 
 #endif

@@ -1,6 +1,8 @@
 /* Program threads as the fault path sees them: one request slot per thread id, in an open-addressing
  * table of our own memory, so a signal handler can find its slot without locks or allocation. */
 #include <errno.h>
+#include <stddef.h>
+#include <sys/rseq.h>
 #include <unistd.h>
 
 #include "rt.h"
@@ -36,6 +38,20 @@ struct rt_thread *threads_find(int tid)
 	return NULL;
 }
 
+/* glibc 2.35+ registers an rseq area per thread, in its thread control block, where the kernel keeps
+ * the number of the CPU the thread runs on current on every return to user mode: a handler reads it
+ * for a thread asleep in its fault without the stack signal (handler.c). None with
+ * GLIBC_TUNABLES=glibc.pthread.rseq=0, or where registration failed (cpu_id negative then). */
+void threads_tell_rseq(struct rt_thread *t)
+{
+	if (__rseq_size < offsetof(struct rseq, cpu_id) + sizeof(uint32_t) ||
+	    atomic_load_explicit(&t->rseq_cpu, memory_order_relaxed))
+		return;
+	const struct rseq *area = (const struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+	if ((int32_t)area->cpu_id >= 0)
+		atomic_store(&t->rseq_cpu, &area->cpu_id);
+}
+
 /* Slots are never freed: a thread id reused by a new thread takes over its slot (idle by then). */
 struct rt_thread *threads_get(int tid)
 {
@@ -49,6 +65,8 @@ struct rt_thread *threads_get(int tid)
 			atomic_store(&table[i].call_nr, -1);
 			atomic_store(&table[i].cpu, -1);
 			atomic_store(&table[i].signal_cpu, -1);
+			atomic_store(&table[i].rseq_cpu, NULL);
+			table[i].rseq_untracked = 0;
 			if (atomic_compare_exchange_strong(&table[i].tid, &expected, tid))
 				return &table[i];
 			if (expected == tid)

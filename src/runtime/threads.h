@@ -30,7 +30,13 @@ struct rt_thread {
 	_Atomic int served; /* a signalled request: 0 while its page is on its way, 1 served, 2 failed */
 	_Atomic int served_waiter; /* the thread sleeps on `served` (a futex) */
 	_Atomic unsigned signals_taken; /* stack signals it has taken, with a request or without */
-	_Atomic int cpu;            /* where it took its last stack signal (-1: never): see handler.c */
+	_Atomic int cpu;            /* where it last faulted, as a handler or its stack signal saw (-1: unknown) */
+	/* Where the kernel writes the CPU the thread runs on (cpu_id of glibc's rseq area), told by
+	 * the thread at its first stack signal; NULL unknown. A handler reads it only after reading
+	 * the thread's state through its own /proc file, which proves the thread alive (a new thread
+	 * with a reused id finds that file stale: thread_syscall_state opens it again and clears this). */
+	_Atomic(const uint32_t *) rseq_cpu;
+	int rseq_untracked;          /* the rseq area checked against tracked memory: 1 outside, -1 inside */
 	_Atomic int signal_cpu;     /* the CPU of the poller that sent it its pending signal (-1: not a poller) */
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
 	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
@@ -39,6 +45,7 @@ struct rt_thread {
 int threads_init(void);
 struct rt_thread *threads_get(int tid);  /* find or create (handler side) */
 struct rt_thread *threads_find(int tid); /* find only */
+void threads_tell_rseq(struct rt_thread *t); /* on the thread itself, in the stack signal */
 void threads_forget_all(void);           /* fork child */
 /* fltrace's code on a program thread that takes the loader's or libunwind's lock: its faults are
  * served without the stack signal until threads_own_code_end (faults_self). */

@@ -8,6 +8,7 @@
 #include "fault.h"
 #include "threads.h"
 #include "handler.h"
+#include "sysstack.h"
 
 #define RUNNING_WAIT_NS (20 * 1000 * 1000ull)  /* a thread still on its way to sleep in its fault */
 
@@ -100,9 +101,13 @@ int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_state *s)
 			parse_num(p, &s->pc, &neg);
 			return 0;
 		}
-		/* The thread id was reused by a new thread, or the file went stale: open again. */
+		/* The thread id was reused by a new thread, or the file went stale: open again. The
+		 * rseq area told belongs to the thread that had the id (its memory may be gone). */
 		rt_fd_close(t->procfd);
 		t->procfd = -1;
+		atomic_store(&t->rseq_cpu, NULL);
+		t->rseq_untracked = 0;
+		sysstack_thread_gone();
 	}
 	return -ESRCH;
 }

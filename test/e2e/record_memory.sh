@@ -125,19 +125,27 @@ done
 # --- exact fault counts and callsites, at -O0 and -O2, with and without frame pointers ---
 # "blocked": the program blocks every signal behind libc's back, so the stack signal never comes:
 # the handler unwinds the sleeping thread's stack itself, from the faulting instruction.
-# "nosizes": a learning run, without -L and -M: the same exact counts.
-for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked O2-nosizes; do
+# "nosizes": a learning run, without -L and -M: the same exact counts. "signal": every user-mode
+# fault's stack by the stack signal (FLTRACE_STACKS=signal), none read by the handler meanwhile.
+for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked O2-nosizes O0-signal O2-signal O2-fp-signal; do
 	dir=$TMP/stacks-$v
 	mkdir -p "$dir"
-	sizes="-L 64 -M 256" prog=${v%-blocked}
+	sizes="-L 64 -M 256" prog=${v%-blocked} how=handler
 	[ "$v" = O2-nosizes ] && sizes= prog=O2
-	timeout -k 10 "$HANG" "$FLTRACE" record $sizes -o "$dir" -- "$PROGS/stacks-$prog" \
+	[ "${v%-signal}" != "$v" ] && prog=${v%-signal} how=signal
+	FLTRACE_STACKS=$how timeout -k 10 "$HANG" "$FLTRACE" record $sizes -o "$dir" -- "$PROGS/stacks-$prog" \
 		$([ "${v%-blocked}" != "$v" ] && echo blocked) > /dev/null 2>&1
 	got=$(stacks_callsites "$dir")
 	want=$(stacks_expected)
 	expect_eq "stacks_exact_$v" "faults by callsite" "$want" "$got"
 	expect_stat "stacks_all_taken_$v" "$dir" faults_nostack -eq 0
+	[ $how = signal ] && expect_stat "stacks_by_signal_only_$v" "$dir" stacks_by_handler -eq 0
 done
+# Code without frame pointers unwinds from the two registers /proc shows: the handler reads those
+# stacks (all but each thread's first fault, whose stack signal tells where the thread runs);
+# with frame pointers (rbp needed), the stack signal takes them.
+expect_stat stacks_by_handler_O2 "$TMP/stacks-O2" stacks_by_handler -gt 100
+expect_stat stacks_by_handler_O0 "$TMP/stacks-O0" stacks_by_handler -gt 100
 
 # --- the cap, seen from outside: resident pages of registered memory never exceed -L ---
 dir=$TMP/cap; mkdir -p "$dir"
