@@ -22,6 +22,19 @@ expect_eq() {
 }
 
 # have_uffd: whether this machine lets us use full userfaultfd (root, sysctl or /dev/userfaultfd)
+# have_rseq: glibc registers an rseq area per thread here (2.35+, a kernel with rseq, not turned off
+# by GLIBC_TUNABLES): fltrace reads faulting threads' stacks without the stack signal only then.
+have_rseq() {
+	[ "$(python3 -c 'import ctypes; print(ctypes.c_uint.in_dll(ctypes.CDLL(None), "__rseq_size").value)' \
+		2>/dev/null)" -gt 0 ] 2>/dev/null
+}
+
+# expect_stat_key NAME DIR KEY: the stats line has KEY (expect_stat reads a missing one as 0).
+expect_stat_key() {
+	if tail -q -n 1 "$2"/fltrace-data-stats-*.out 2>/dev/null | grep -q "[,:]$3:"; then pass "$1"
+	else fail "$1" "no $3 in the stats of $2"; fi
+}
+
 have_uffd() {
 	[ "$(id -u)" = 0 ] || [ "$(cat /proc/sys/vm/unprivileged_userfaultfd 2>/dev/null)" = 1 ] ||
 		[ -r /dev/userfaultfd -a -w /dev/userfaultfd ]

@@ -60,7 +60,7 @@ struct handler_ctx {
 	unsigned nnotes, notes_cap;
 	/* The stack of the fault at hand, read here while its thread sleeps (handler_user_stack). */
 	uint64_t user_ips[FLTRACE_MAX_STACK_DEPTH];
-	unsigned user_depth;
+	struct user_unwind user;
 };
 
 /* Room for one more entry in such a list (rt_map'd: the program's heap is no place for it). */
@@ -102,7 +102,7 @@ static bool handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t,
 	uint64_t ips[FLTRACE_MAX_STACK_DEPTH];
 	uint64_t t0 = rt_mono_ns();
 	bool forked = false;
-	unsigned depth = pre ? pre->user_depth : unwind && t ? unwind_sleeping(t, tid, s, ips, &forked) : 0;
+	unsigned depth = pre ? pre->user.depth : unwind && t ? unwind_sleeping(t, tid, s, ips, &forked) : 0;
 	t0 = rt_time_add(&rt.stats.time.unwind, t0);
 	if (forked)
 		return false;
@@ -110,6 +110,8 @@ static bool handler_note_unsignalled(struct rt_thread *req, struct rt_thread *t,
 	record_without_stack(req, t, tid, s, pre ? pre->user_ips : ips, depth, why);
 	if (pre)
 		atomic_fetch_add_explicit(&rt.stats.stacks_by_handler, 1, memory_order_relaxed);
+	if (pre && pre->user.cut)
+		atomic_fetch_add(&rt.stats.stacks_cut, 1);
 	rt_time_add(&rt.stats.time.record, t0);
 	return true;
 }
@@ -286,14 +288,20 @@ static bool handler_user_stack(struct handler_ctx *ctx, struct rt_thread *t, int
 	}
 	if (t->rseq_untracked < 0)
 		return false;
+	/* Read while the thread is known alive (its state was just read): it may end right after. */
+	int cpu = (int)*(const volatile uint32_t *)cpu_at;
 	uint64_t t0 = rt_mono_ns();
-	bool whole = sysstack_unwind_user(tid, s->pc, s->sp, ctx->user_ips, rt.cfg.stack_depth, &ctx->user_depth);
+	bool whole = sysstack_unwind_user(tid, s->pc, s->sp, ctx->user_ips, rt.cfg.stack_depth, &ctx->user);
+	/* A fresh unwind read memory the thread would have changed had it left its fault (a signal
+	 * the program's entry does not count: glibc's own, or a handler installed by a raw system call). */
+	whole = whole && (!ctx->user.fresh || still_in_state(t, tid, s));
 	rt_time_add(&rt.stats.time.unwind, t0);
 	if (!whole || atomic_load(&t->busy) || atomic_load(&t->signals_taken) != taken)
 		return false;
-	int cpu = (int)*(const volatile uint32_t *)cpu_at;
-	if (cpu >= 0 && cpu < CPULIST_MAX)
+	if (cpu >= 0 && cpu < CPULIST_MAX) {
 		atomic_store_explicit(&t->cpu, cpu, memory_order_relaxed);
+		tls_peer_cpu = cpu; /* --poll adaptive: its handler does not poll on the thread's CPU */
+	}
 	return true;
 }
 
@@ -303,7 +311,7 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	uintptr_t addr = m->arg.pagefault.address & ~((uintptr_t)rt.page_size - 1);
 	int tid = (int)m->arg.pagefault.feat.ptid;
 	uint64_t arrival = rt_now_ns();
-	tls_peer_cpu = -1; /* known again only if this fault's thread is signalled */
+	tls_peer_cpu = -1; /* known again once this fault's thread is signalled, or its rseq area read */
 	if (kept && handler_late_duplicate(addr, fd, m->reserved3))
 		return true;
 	if (evict_has_probation()) {

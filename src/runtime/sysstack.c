@@ -56,6 +56,7 @@ struct reader {
 	bool have_fp;
 	bool lacked_reg; /* the unwind asked for a register the kernel does not show (the stack is then
 			  * not the one the thread would unwind itself) */
+	bool missed;     /* a page could not be read (a tracked page away, or none there) */
 	bool forked; /* a page could not be read: a fork held rt.lock (the unwind is to be redone) */
 	uintptr_t page[CACHE_PAGES];
 	unsigned next, last; /* last: the entry hit most recently (reads come in runs) */
@@ -201,8 +202,10 @@ static const char *reader_page(struct reader *r, uintptr_t page)
 	unsigned i = r->next++ % CACHE_PAGES;
 	char *dst = r->data + ((size_t)i << rt.page_shift);
 	r->page[i] = 0;
-	if (!page_read(r, page, dst))
+	if (!page_read(r, page, dst)) {
+		r->missed = true;
 		return NULL;
+	}
 	r->page[i] = page;
 	r->last = i;
 	return dst;
@@ -320,8 +323,14 @@ struct frames {
 	unsigned n;
 	bool broken; /* stopped on an error, not at the outermost frame */
 	bool exact;  /* whole (or cut at the limit) from the two registers shown, nothing guessed */
+	bool sigframe; /* it went through a signal frame (the stack pointer above it comes from memory) */
+	bool in_place; /* its words can be checked by touching them (cache_words_hold) */
+	bool tracked;  /* ... and some are on tracked pages */
 	uint64_t last_sp;
 	uint64_t ip[FRAMES_MAX], slot[FRAMES_MAX];
+	/* where each frame's rbp was saved, 0 if in no memory, and its value: a frame whose canonical
+	 * frame address comes from rbp moves with it */
+	uint64_t bp_slot[FRAMES_MAX], bp[FRAMES_MAX];
 };
 
 struct cache_entry {
@@ -337,6 +346,8 @@ static void unwind_from(struct reader *r, struct frames *f, unsigned max)
 	f->n = 0;
 	f->broken = true;
 	f->exact = false;
+	f->sigframe = false;
+	f->in_place = false;
 	f->last_sp = r->sp;
 	r->lacked_reg = false;
 	if (unw_init_remote(&cur, tls_as, r) < 0)
@@ -352,6 +363,11 @@ static void unwind_from(struct reader *r, struct frames *f, unsigned max)
 		f->ip[f->n] = ip;
 		f->slot[f->n] = f->n && unw_get_save_loc(&cur, UNW_REG_IP, &loc) == 0 &&
 				loc.type == UNW_SLT_MEMORY ? loc.u.addr : 0;
+		unw_word_t bp;
+		f->bp_slot[f->n] = unw_get_save_loc(&cur, UNW_X86_64_RBP, &loc) == 0 && loc.type == UNW_SLT_MEMORY &&
+				   unw_get_reg(&cur, UNW_X86_64_RBP, &bp) == 0 ? loc.u.addr : 0;
+		f->bp[f->n] = f->bp_slot[f->n] ? bp : 0;
+		f->sigframe |= unw_is_signal_frame(&cur) > 0;
 		f->n++;
 	} while (f->n < max && (step = unw_step(&cur)) > 0);
 	f->broken = f->n < max && step < 0;
@@ -418,48 +434,146 @@ static void unwind_with_frame_pointer_guess(struct reader *r, struct frames *f, 
 	}
 }
 
-/* The return addresses of a stack unwound before still in their slots, read in place: 0.2 µs where
- * reading each page with process_vm_readv took 3-4 µs a fault (GAPBS bfs, python). The slots are on
- * the stack of the thread asleep at the same (pc, sp) whose unwind read them, mapped while it sleeps
- * (a new thread with a reused id forgets the cache: sysstack_thread_gone). A tracked page is read
- * only in place and under rt.lock, which an eviction moving it away holds: a page away would fault
- * here, on this very handler. */
-static bool cache_slots_hold(const struct frames *f, struct reader *r)
+/* The words a stack unwound before rests on, still in place: each frame's return address and saved
+ * rbp, read with one process_vm_readv per CHECK_WORDS under rt.lock (0.3-1 us a fault, where one
+ * per page they are on took 3-4: GAPBS bfs, python). Never by touching them: a word may be on a
+ * stack that is gone (a signal frame's, after the program freed the stack it had interrupted), and
+ * a tracked page that is away would fault here, on this very handler (an eviction moving a page
+ * away holds the lock). */
+#define CHECK_WORDS 128
+struct check {
+	struct iovec at[CHECK_WORDS];
+	uint64_t want[CHECK_WORDS], got[CHECK_WORDS];
+	unsigned n;
+	uintptr_t page; /* the last page found readable */
+};
+
+static bool check_flush(struct check *c)
 {
+	struct iovec to = { c->got, c->n * sizeof(uint64_t) };
+	bool hold = !c->n || process_vm_readv(rt.pid, &to, 1, c->at, c->n, 0) == (ssize_t)to.iov_len;
+	for (unsigned i = 0; hold && i < c->n; i++)
+		hold = c->got[i] == c->want[i];
+	c->n = 0;
+	return hold;
+}
+
+/* Under rt.lock. */
+static bool check_add(struct check *c, uint64_t addr, uint64_t want)
+{
+	if (!addr)
+		return true;
+	uintptr_t page = addr & ~((uintptr_t)rt.page_size - 1);
+	if (addr & 7) /* never seen: words of the stack; unwind afresh */
+		return false;
+	if (page != c->page) {
+		uint32_t *pg = region_page(page);
+		if (pg && pg_state(*pg) != PAGE_PRESENT)
+			return false;
+		c->page = page;
+	}
+	c->at[c->n] = (struct iovec){ (void *)addr, sizeof(uint64_t) };
+	c->want[c->n++] = want;
+	return c->n < CHECK_WORDS || check_flush(c);
+}
+
+/* The span of the thread's stack from sp to the last word a stack rests on, when it can be checked in
+ * place: no signal frame on the way (its frames all on the stack sp is on), at most SPAN_PAGES
+ * pages, every one of them readable now (one contiguous mapping, which stays while the thread runs
+ * on it), none of them a tracked page away. */
+#define SPAN_PAGES 64 /* 256 KiB: deep stacks of big frames (an interpreter's) */
+#define SPAN_MAX ((uint64_t)SPAN_PAGES << 12)
+static void frames_mark_in_place(struct frames *f, uint64_t sp)
+{
+	uint64_t top = 0;
+	for (unsigned j = 0; j < f->n; j++) {
+		top = f->slot[j] > top ? f->slot[j] : top;
+		top = f->bp_slot[j] > top ? f->bp_slot[j] : top;
+	}
+	uintptr_t mask = rt.page_size - 1, lo = sp & ~mask;
+	f->in_place = false;
+	if (!f->exact || f->sigframe || top < sp || top + 8 - lo > SPAN_MAX)
+		return;
+	for (unsigned j = 0; j < f->n; j++)
+		if ((f->slot[j] && (f->slot[j] < sp || (f->slot[j] & 7))) ||
+		    (f->bp_slot[j] && (f->bp_slot[j] < sp || (f->bp_slot[j] & 7))))
+			return;
+	struct iovec at[SPAN_PAGES];
+	char probe[SPAN_PAGES];
+	unsigned n = 0;
+	if (!rt_lock_unless_fork())
+		return;
+	bool ok = true;
+	f->tracked = false;
+	for (uintptr_t p = lo; ok && p <= top; p += rt.page_size) {
+		uint32_t *pg = region_page(p);
+		f->tracked |= pg != NULL;
+		ok = !pg || pg_state(*pg) == PAGE_PRESENT;
+		at[n++] = (struct iovec){ (void *)p, 1 };
+	}
+	struct iovec to = { probe, n };
+	ok = ok && process_vm_readv(rt.pid, &to, 1, at, n, 0) == (ssize_t)n;
+	rt_unlock();
+	f->in_place = ok;
+}
+
+/* Touched in place: one word of the stack above sp (frames_mark_in_place), 0.2 us a stack. */
+static bool words_in_place_hold(const struct frames *f)
+{
+	if (f->tracked && !rt_lock_unless_fork())
+		return false;
+	bool hold = true;
+	uintptr_t mask = rt.page_size - 1, checked = 0;
+	for (unsigned j = 0; hold && j < f->n; j++) {
+		uint64_t a[2] = { j ? f->slot[j] : 0, f->bp_slot[j] }, v[2] = { f->ip[j], f->bp[j] };
+		for (unsigned k = 0; hold && k < 2; k++) {
+			if (!a[k])
+				continue;
+			if (f->tracked && (a[k] & ~mask) != checked) {
+				uint32_t *pg = region_page(a[k] & ~mask);
+				hold = !pg || pg_state(*pg) == PAGE_PRESENT;
+				checked = a[k] & ~mask;
+			}
+			hold = hold && *(const volatile uint64_t *)a[k] == v[k];
+		}
+	}
+	if (f->tracked)
+		rt_unlock();
+	return hold;
+}
+
+static bool cache_words_hold(const struct frames *f, struct reader *r)
+{
+	if (f->in_place)
+		return words_in_place_hold(f);
+	struct check c;
+	c.n = 0;
+	c.page = 0;
 	if (!rt_lock_unless_fork()) {
 		r->forked = true;
 		return false;
 	}
 	bool hold = true;
-	uintptr_t mask = rt.page_size - 1, checked = 0;
-	for (unsigned j = 1; hold && j < f->n; j++) {
-		uintptr_t a = f->slot[j], page = a & ~mask;
-		if (!a)
-			continue;
-		if (a & 7) { /* never seen: a slot is a word of the stack; unwind afresh */
-			hold = false;
-			break;
-		}
-		if (page != checked) {
-			uint32_t *pg = region_page(page);
-			hold = !pg || pg_state(*pg) == PAGE_PRESENT;
-			checked = page;
-		}
-		hold = hold && *(const volatile uint64_t *)a == f->ip[j];
-	}
+	for (unsigned j = 0; hold && j < f->n; j++)
+		hold = (!j || check_add(&c, f->slot[j], f->ip[j])) && check_add(&c, f->bp_slot[j], f->bp[j]);
+	hold = hold && check_flush(&c);
 	rt_unlock();
 	return hold;
 }
 
 /* A thread faulting again and again at one place (a big read, a loop filling memory) has the same
  * stack each time: the same (call, sp, pc) whose return addresses all still sit in their slots. */
-static struct frames *cache_lookup(int tid, long nr, uint64_t pc, uint64_t sp, struct reader *r)
+/* *same: the entry of that key, to be filled again where its words moved (else one to take). */
+static struct frames *cache_lookup(int tid, long nr, uint64_t pc, uint64_t sp, struct reader *r,
+				   struct cache_entry **same)
 {
+	*same = NULL;
 	for (unsigned i = 0; i < CACHE_ENTRIES; i++) {
 		struct cache_entry *e = &tls_cache[i];
 		if (e->tid != tid || e->nr != nr || e->pc != pc || e->sp != sp)
 			continue;
-		return cache_slots_hold(&e->f, r) ? &e->f : NULL;
+		*same = e;
+		return cache_words_hold(&e->f, r) ? &e->f : NULL;
 	}
 	return NULL;
 }
@@ -534,10 +648,11 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
 	*r = (struct reader){ .pc = pc, .sp = sp, .data = r->data };
 	/* Room for our own frames beyond --depth, and one more to tell a cut stack. */
 	unsigned want = max + OWN_FRAMES_MAX + 1;
-	struct frames *f = cache_lookup(tid, nr, pc, sp, r); /* NULL too if a fork kept a page */
+	struct cache_entry *e;
+	struct frames *f = cache_lookup(tid, nr, pc, sp, r, &e); /* NULL too if a fork kept a page */
 	*fresh = !f;
 	if (!f && !r->forked) {
-		struct cache_entry *e = cache_slot(tid, nr, pc, sp);
+		e = e ? e : cache_slot(tid, nr, pc, sp);
 		f = &e->f;
 		unwind_with_frame_pointer_guess(r, f, want);
 		if (r->forked)
@@ -563,20 +678,25 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
  * takes those), and met none of fltrace's frames (the program's malloc, or a wrapper touching a
  * buffer for a system call: the stack handler tells those apart). Whole stacks and failed ones are
  * both cached: a loop faulting at one place costs one unwind. */
-bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, unsigned *depth)
+bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, struct user_unwind *u)
 {
 	if (!sysstack_ready())
 		return false;
 	struct reader *r = tls_reader;
 	*r = (struct reader){ .pc = pc, .sp = sp, .data = r->data };
-	unsigned want = max + OWN_FRAMES_MAX + 1; /* as sysstack_unwind: they share the cache */
-	struct frames *f = cache_lookup(tid, NR_USER_EXACT, pc, sp, r);
+	unsigned want = max + OWN_FRAMES_MAX + 1; /* as sysstack_unwind, whose entries sit beside these */
+	struct cache_entry *e;
+	struct frames *f = cache_lookup(tid, NR_USER_EXACT, pc, sp, r, &e);
+	u->fresh = !f;
 	if (!f && !r->forked) {
-		struct cache_entry *e = cache_slot(tid, NR_USER_EXACT, pc, sp);
+		e = e ? e : cache_slot(tid, NR_USER_EXACT, pc, sp);
 		f = &e->f;
 		unwind_from(r, f, want);
-		if (r->forked)
+		/* Cut short by a fork, or by a page away (the stack's, evicted): nothing to keep. */
+		if (r->forked || (!f->exact && r->missed))
 			e->tid = 0;
+		else
+			frames_mark_in_place(f, sp);
 	}
 	if (r->forked || !f->exact)
 		return false;
@@ -585,8 +705,7 @@ bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsi
 		if (prefault_is_own_frame(f->ip[i]))
 			return false;
 	memcpy(ips, f->ip, d * sizeof(*ips));
-	if (f->n > max)
-		atomic_fetch_add(&rt.stats.stacks_cut, 1);
-	*depth = d;
+	u->cut = f->n > max;
+	u->depth = d;
 	return true;
 }

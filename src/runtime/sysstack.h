@@ -12,9 +12,14 @@ void sysstack_fork_child(void);      /* a handler of the parent may have held th
  * `forked`: not unwound, a fork holding rt.lock kept a page from being read (to be redone). */
 unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh,
 			 bool *forked);
-/* The stack of a thread asleep in a fault it took in user mode at (pc, sp), exactly as its stack
- * signal would take it: false (nothing in ips) if that cannot be known from here. */
 void sysstack_thread_gone(void); /* a thread id was found reused: cached stacks of it are stale */
-bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, unsigned *depth);
+/* The stack of a thread asleep in a fault it took in user mode at (pc, sp), exactly as its stack
+ * signal would take it: false (nothing in ips) if that cannot be known from here. `fresh`: unwound
+ * now, not reused (the caller checks the thread stayed asleep); `cut`: deeper than max. */
+struct user_unwind {
+	unsigned depth;
+	bool fresh, cut;
+};
+bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, struct user_unwind *u);
 
 #endif
