@@ -39,15 +39,37 @@ _Static_assert(FAR_OUT_MAX <= MCF_BATCH, "an eviction round's queue fits one req
  * signal, unless it wrote more than 256 MB of new slots in its last second. */
 #define MCF_BOUND_MARGIN 65536u
 
+/* Two connections per server: memcached serves each on a worker thread of its own, so an eviction
+ * round's two halves are stored in parallel, and the first half is on its way while the second is
+ * sealed (put_batch). A slot's writes and deletes always take the same connection (slot_lane):
+ * their order is kept. Re-fetches take the first. */
+#define MCF_LANES 2
+struct mcf_lane {
+	int fd;    /* ours (the private table), -1: not connected, connects at first use */
+	char *buf; /* the request being built on it */
+	size_t len;
+};
+
 struct mcf_server {
 	struct mc_addr addr;
-	int fd;         /* ours (the private table), -1: not connected, connects at first use */
+	struct mcf_lane lane[MCF_LANES];
 	bool dead;      /* given up: it failed, and so did a new connection */
-	char *buf;      /* the requests being built for it */
-	size_t len;
 	uint32_t *dels; /* slots whose items it holds and no page needs any more: deleted with the next round */
 	unsigned ndels;
 };
+
+static void lane_close(struct mcf_lane *l)
+{
+	if (l->fd >= 0)
+		rt_fd_close(l->fd);
+	l->fd = -1;
+}
+
+/* The connection a slot's items always take. */
+static unsigned slot_lane(uint32_t slot)
+{
+	return slot % MCF_LANES;
+}
 
 struct mcf_point {
 	uint32_t hash, server;
@@ -266,8 +288,8 @@ static int server_lost(unsigned s, int err)
 {
 	mcf.s[s].dead = true;
 	atomic_fetch_add(&rt.stats.far_servers_lost, 1);
-	rt_fd_close(mcf.s[s].fd);
-	mcf.s[s].fd = -1;
+	for (unsigned l = 0; l < MCF_LANES; l++)
+		lane_close(&mcf.s[s].lane[l]);
 	uint64_t lost = pages_lost();
 	const char *name = mcf.s[s].addr.name, *how = mc_conn_strerror(err);
 	char what[160];
@@ -300,7 +322,7 @@ static int server_lost(unsigned s, int err)
 
 /* ---- connections ---- */
 
-static int conn_open(struct mcf_server *s)
+static int conn_open(struct mcf_server *s, struct mcf_lane *l)
 {
 	uint64_t deadline = mc_deadline(MCF_IO_MS);
 	int fd = mc_connect(&s->addr, deadline);
@@ -312,62 +334,64 @@ static int conn_open(struct mcf_server *s)
 		rt_fd_close(fd);
 		return err;
 	}
-	s->fd = fd;
+	l->fd = fd;
 	return 0;
 }
 
-/* Sends what was built for s, once more on a new connection if the first fails. */
-static int conn_send(struct mcf_server *s, const void *buf, size_t len)
+/* Sends what was built on lane l of s, once more on a new connection if the first fails. */
+static int conn_send(struct mcf_server *s, struct mcf_lane *l)
 {
 	for (int attempt = 0;; attempt++) {
-		int err = s->fd < 0 ? conn_open(s) : 0;
+		int err = l->fd < 0 ? conn_open(s, l) : 0;
 		if (!err)
-			err = mc_send(s->fd, buf, len, mc_deadline(MCF_IO_MS));
+			err = mc_send(l->fd, l->buf, l->len, mc_deadline(MCF_IO_MS));
 		if (!err || attempt == 1 || err == -EACCES)
 			return err;
-		rt_fd_close(s->fd);
-		s->fd = -1;
+		lane_close(l);
 	}
 }
 
 /* ---- writing pages ---- */
 
-static void buf_add_page(struct mcf_ns *ns, struct mcf_server *s, uint32_t opaque, const char *key, size_t klen,
+static void buf_add_page(struct mcf_ns *ns, struct mcf_lane *l, uint32_t opaque, const char *key, size_t klen,
 			 const unsigned char *sealed, const void *page, uint64_t ver)
 {
-	char *p = s->buf + s->len;
+	char *p = l->buf + l->len;
 	size_t n = mc_request(p, MC_SETQ, opaque, key, (uint16_t)klen, MCF_ITEM);
 	if (sealed)
 		memcpy(p + n, sealed, MCF_ITEM);
 	else
 		mcf_seal(ns, (unsigned char *)p + n, page, key, klen, ver);
-	s->len += n + MCF_ITEM;
+	l->len += n + MCF_ITEM;
 }
 
-/* The round's request to s starts with its queued deletes (quiet: answered only on failure), so
- * that a slot freed and written again is deleted before its new page is set. */
-static void buf_add_dels(struct mcf_server *s)
+/* The round's request on lane `lane` of s starts with its slots' queued deletes (quiet: answered
+ * only on failure), so that a slot freed and written again is deleted before its new page is set. */
+static void buf_add_dels(struct mcf_server *s, unsigned lane)
 {
-	s->len = 0;
+	struct mcf_lane *l = &s->lane[lane];
+	l->len = 0;
 	if (s->dead)
 		return;
 	for (unsigned i = 0; i < s->ndels; i++) {
+		if (slot_lane(s->dels[i]) != lane)
+			continue;
 		char key[MCF_KEY_MAX];
 		size_t klen = key_of(mcf.ns.proc, s->dels[i], key);
-		s->len += mc_request(s->buf + s->len, MC_DELETEQ, MCF_DEL_OPAQUE, key, (uint16_t)klen, 0);
+		l->len += mc_request(l->buf + l->len, MC_DELETEQ, MCF_DEL_OPAQUE, key, (uint16_t)klen, 0);
 	}
 }
 
-/* Reads s's answers to a pipeline of SETQs ended by a NOOP: only failures answer before the NOOP. */
-static int put_answers(struct mcf_server *s, uint16_t *status)
+/* Reads the answers on l to a pipeline of SETQs ended by a NOOP: only failures answer before it. */
+static int put_answers(struct mcf_lane *l, uint16_t *status)
 {
 	uint64_t deadline = mc_deadline(MCF_IO_MS);
 	*status = MC_OK;
 	for (;;) {
 		struct mc_response r;
-		int err = mc_recv_response(s->fd, &r, deadline);
+		int err = mc_recv_response(l->fd, &r, deadline);
 		if (!err)
-			err = mc_skip(s->fd, r.bodylen, deadline);
+			err = mc_skip(l->fd, r.bodylen, deadline);
 		if (err)
 			return err;
 		if (r.opcode == MC_NOOP && r.opaque == MCF_NOOP_OPAQUE)
@@ -391,74 +415,104 @@ static const unsigned char *put_source(const unsigned char *pages, unsigned n)
 	return got == (long)len ? mcf.plain : pages;
 }
 
+/* Lane `lane`'s share of the round (its slots' deletes, then its pages, sealed once each and written
+ * to every live server that keeps them), built and sent to each server: -1 if every send went, else
+ * the server whose send failed (*err). Sent before the next lane is sealed, it is stored meanwhile. */
+static int put_lane(unsigned lane, const uint32_t *slots, const unsigned char *pages, const uint64_t *vers, unsigned n,
+		    struct mcf_ns *ns, uint16_t *where, int *err)
+{
+	for (unsigned s = 0; s < mcf.n; s++)
+		buf_add_dels(&mcf.s[s], lane);
+	for (unsigned i = 0; i < n; i++) {
+		if (slot_lane(slots[i]) != lane)
+			continue;
+		char key[MCF_KEY_MAX];
+		size_t klen = key_of(ns->proc, slots[i], key);
+		unsigned route[MC_SERVERS_MAX], k = ring_route(key, klen, live_mask(), mcf.replicas, route);
+		if (!k) {
+			*err = mcf_fail(-EHOSTDOWN, FLTRACE_EXIT_FAR_LOST, "keep the servers up for the whole run", NULL,
+					"no server is left to keep evicted pages", 0, NULL);
+			return -2;
+		}
+		struct mcf_lane *first = &mcf.s[route[0]].lane[lane];
+		const unsigned char *sealed = (unsigned char *)first->buf + first->len + (MC_HDR + 8 + klen);
+		buf_add_page(ns, first, i, key, klen, NULL, pages + (size_t)i * MCF_PAGE, vers[i]);
+		where[slots[i]] = (uint16_t)(1u << route[0]);
+		for (unsigned r = 1; r < k; r++) {
+			buf_add_page(ns, &mcf.s[route[r]].lane[lane], i, key, klen, sealed, NULL, 0);
+			where[slots[i]] |= (uint16_t)(1u << route[r]);
+		}
+	}
+	for (unsigned s = 0; s < mcf.n; s++) {
+		struct mcf_lane *l = &mcf.s[s].lane[lane];
+		if (!l->len)
+			continue;
+		l->len += mc_request(l->buf + l->len, MC_NOOP, MCF_NOOP_OPAQUE, NULL, 0, 0);
+		atomic_fetch_add(&rt.stats.far_put_rounds, 1);
+		if ((*err = conn_send(&mcf.s[s], l)))
+			return (int)s;
+	}
+	return -1;
+}
+
+/* Every server's answers on every lane that carried a request: -1 if all stored, else the server
+ * that failed (*err; -ENOSPC: it refused a page, and the run stops). */
+static int put_answers_all(int *err)
+{
+	for (unsigned lane = 0; lane < MCF_LANES; lane++)
+		for (unsigned s = 0; s < mcf.n; s++) {
+			uint16_t status;
+			if (!mcf.s[s].lane[lane].len)
+				continue;
+			if ((*err = put_answers(&mcf.s[s].lane[lane], &status)))
+				return (int)s;
+			if (status != MC_OK) {
+				mcf_fail(-ENOSPC, FLTRACE_EXIT_RUNTIME, status == MC_ENOMEM ? "give it more memory "
+					 "(memcached -m), add servers, or run with a larger -L" : "check that server",
+					 mcf.s[s].addr.name, "refused to store an evicted page: ", 0, NULL);
+				mcf_fail_append(mc_status_str(status));
+				*err = -ENOSPC;
+				return (int)s;
+			}
+		}
+	return -1;
+}
+
 /* The pages `pages` (page i for slots[i]) under namespace proc, each with version vers[i], sealed once
- * and written to their live servers: one pipelined request per server. A server that fails is given
- * up (server_lost) and the batch written again without it. */
+ * and written to their live servers: one pipelined request per server and lane. A server that fails
+ * is given up (server_lost) and the batch written again without it. */
 static int put_batch(const uint32_t *slots, const unsigned char *pages, const uint64_t *vers, unsigned n,
 		     struct mcf_ns *ns, uint16_t *where)
 {
 	if (pages != mcf.pages)
 		pages = put_source(pages, n);
 	for (unsigned round = 0; round <= mcf.n; round++) {
+		int err = 0, bad = -1;
 		for (unsigned s = 0; s < mcf.n; s++)
-			buf_add_dels(&mcf.s[s]);
-		for (unsigned i = 0; i < n; i++) {
-			char key[MCF_KEY_MAX];
-			size_t klen = key_of(ns->proc, slots[i], key);
-			unsigned route[MC_SERVERS_MAX], k = ring_route(key, klen, live_mask(), mcf.replicas, route);
-			if (!k)
-				return mcf_fail(-EHOSTDOWN, FLTRACE_EXIT_FAR_LOST, "keep the servers up for the whole run",
-						NULL, "no server is left to keep evicted pages", 0, NULL);
-			struct mcf_server *first = &mcf.s[route[0]];
-			const unsigned char *sealed = (unsigned char *)first->buf + first->len +
-				(MC_HDR + 8 + klen);
-			buf_add_page(ns, first, i, key, klen, NULL, pages + (size_t)i * MCF_PAGE, vers[i]);
-			where[slots[i]] = (uint16_t)(1u << route[0]);
-			for (unsigned r = 1; r < k; r++) {
-				buf_add_page(ns, &mcf.s[route[r]], i, key, klen, sealed, NULL, 0);
-				where[slots[i]] |= (uint16_t)(1u << route[r]);
-			}
-		}
-		int err = 0;
-		unsigned bad = 0;
-		for (unsigned s = 0; s < mcf.n && !err; s++) {
-			struct mcf_server *sv = &mcf.s[s];
-			if (!sv->len)
-				continue;
-			sv->len += mc_request(sv->buf + sv->len, MC_NOOP, MCF_NOOP_OPAQUE, NULL, 0, 0);
-			if ((err = conn_send(sv, sv->buf, sv->len)))
-				bad = s;
-			atomic_fetch_add(&rt.stats.far_put_rounds, 1);
-		}
-		for (unsigned s = 0; s < mcf.n && !err; s++) {
-			uint16_t status;
-			if (!mcf.s[s].len)
-				continue;
-			if ((err = put_answers(&mcf.s[s], &status)))
-				bad = s;
-			else if (status != MC_OK) {
-				mcf_fail(-ENOSPC, FLTRACE_EXIT_RUNTIME, status == MC_ENOMEM ? "give it more memory "
-					 "(memcached -m), add servers, or run with a larger -L" : "check that server",
-					 mcf.s[s].addr.name, "refused to store an evicted page: ", 0, NULL);
-				mcf_fail_append(mc_status_str(status));
-				return -ENOSPC;
-			}
-		}
-		if (!err) {
+			for (unsigned lane = 0; lane < MCF_LANES; lane++)
+				mcf.s[s].lane[lane].len = 0;
+		for (unsigned lane = 0; lane < MCF_LANES && bad < 0; lane++)
+			bad = put_lane(lane, slots, pages, vers, n, ns, where, &err);
+		if (bad == -2)
+			return err;
+		if (bad < 0)
+			bad = put_answers_all(&err);
+		if (bad < 0) {
 			for (unsigned s = 0; s < mcf.n; s++)
 				mcf.s[s].ndels = 0;
 			return 0;
 		}
+		if (err == -ENOSPC)
+			return err;
 		/* The other servers' answers to this round are not read: their connections start anew. */
 		for (unsigned s = 0; s < mcf.n; s++)
-			if (s != bad && mcf.s[s].len) {
-				rt_fd_close(mcf.s[s].fd);
-				mcf.s[s].fd = -1;
-			}
+			for (unsigned lane = 0; lane < MCF_LANES; lane++)
+				if ((int)s != bad && mcf.s[s].lane[lane].len)
+					lane_close(&mcf.s[s].lane[lane]);
 		if (err == -EACCES)
 			return mcf_fail(err, FLTRACE_EXIT_RUNTIME, "give --far-auth a file with the right user:password",
 					mcf.s[bad].addr.name, "refused fltrace's SASL authentication (PLAIN)", 0, NULL);
-		if ((err = server_lost(bad, err)))
+		if ((err = server_lost((unsigned)bad, err)))
 			return err;
 	}
 	return -EIO;
@@ -520,8 +574,9 @@ static int mcf_put_slots(const uint32_t *slots, unsigned n)
 /* One get round trip: 0 (the item in mcf.item), -ENOENT, -EMSGSIZE (not an item of ours), -errno. */
 static int get_item(struct mcf_server *s, const char *key, size_t klen)
 {
-	int err = s->fd < 0 ? conn_open(s) : 0;
-	return err ? err : mc_get(s->fd, key, (uint16_t)klen, mcf.item, MCF_ITEM, mc_deadline(MCF_IO_MS));
+	struct mcf_lane *l = &s->lane[0];
+	int err = l->fd < 0 ? conn_open(s, l) : 0;
+	return err ? err : mc_get(l->fd, key, (uint16_t)klen, mcf.item, MCF_ITEM, mc_deadline(MCF_IO_MS));
 }
 
 static int refused_page(unsigned s, uint32_t slot)
@@ -547,8 +602,7 @@ static int get_page(const struct mcf_ns *ns, uint32_t slot, uint64_t ver, uint16
 			continue;
 		int err = get_item(s, key, klen);
 		if (err && err != -ENOENT && err != -EMSGSIZE && err != -EACCES && err != -EPROTO) {
-			rt_fd_close(s->fd);
-			s->fd = -1;
+			lane_close(&s->lane[0]);
 			err = get_item(s, key, klen); /* once more, on a new connection */
 		}
 		if (err == -ENOENT) {
@@ -644,7 +698,8 @@ static void mcf_fork_child(void)
 {
 	pthread_mutex_init(&mcf.lock, NULL);
 	for (unsigned s = 0; s < mcf.n; s++) {
-		mcf.s[s].fd = -1;
+		for (unsigned l = 0; l < MCF_LANES; l++)
+			mcf.s[s].lane[l].fd = -1;
 		mcf.s[s].ndels = 0; /* the parent's items: the parent deletes them */
 	}
 	mcf.ns = mcf.child;
@@ -762,13 +817,19 @@ static int mcf_init(const char *arg)
 	for (unsigned s = 0; s < mcf.n; s++) {
 		struct mcf_server *sv = &mcf.s[s];
 		sv->addr = addrs[s];
-		sv->fd = -1;
-		sv->buf = rt_map((size_t)MCF_BATCH * MCF_REQ_MAX + MC_HDR + MCF_DELS_MAX * (MC_HDR + MCF_KEY_MAX));
+		for (unsigned l = 0; l < MCF_LANES; l++) {
+			sv->lane[l].fd = -1;
+			/* a whole round may fall on one lane (scattered slots of one parity) */
+			sv->lane[l].buf = rt_map((size_t)MCF_BATCH * MCF_REQ_MAX + MC_HDR +
+						 MCF_DELS_MAX * (MC_HDR + MCF_KEY_MAX));
+			if (!sv->lane[l].buf)
+				return -ENOMEM;
+		}
 		sv->dels = rt_map(MCF_DELS_MAX * sizeof(uint32_t));
-		if (!sv->buf || !sv->dels)
+		if (!sv->dels)
 			return -ENOMEM;
 		/* Reachable now, or the run does not start. */
-		int err = conn_open(sv);
+		int err = conn_open(sv, &sv->lane[0]);
 		if (err)
 			return mcf_fail(err, FLTRACE_EXIT_RUNTIME, err == -EACCES ? "give --far-auth a file with the "
 					"right user:password" : "start it, or give servers that are up", sv->addr.name,

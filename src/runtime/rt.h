@@ -119,7 +119,8 @@ struct rt_stats {
 	_Atomic uint64_t untracked_loader_file_bytes, untracked_loader_file_maps; /* ... and left alone */
 	_Atomic uint64_t allocs_big, allocs_sampled, allocs_page, allocs_maps, allocs_lost; /* allocation records */
 	_Atomic uint64_t far_puts, far_gets; /* pages written to and read from the far backend */
-	/* memcached: pipelined requests that carried evicted pages (one per server per run), re-fetches
+	/* memcached: pipelined requests that carried evicted pages (one per server and connection per
+	 * eviction round), re-fetches
 	 * a replica served (the first server failed or lacked the page), servers given up */
 	_Atomic uint64_t far_put_rounds, far_replica_gets, far_servers_lost;
 	/* --poll percpu (pollers.c): faults routed to another CPU's poller, routed faults another

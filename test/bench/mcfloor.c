@@ -3,6 +3,8 @@
  *   get     one 4 KiB item fetched: a round trip (the floor of a remote re-fetch), back to back with
  *           the client of the runtime (mc_recv: polls for the answer); median, and getmean the mean
  *   batched SETQ x 64 + NOOP in one pipelined request, per page
+ *   lanes   the same 64 pages as the runtime sends them: two halves on two connections (served by two
+ *           of memcached's threads), the second sent after the first, then both answers
  *   single  one SET and its answer per page (a round trip each)
  *   packed  the same 64 pages as 4 items of 16 pages each (not what the runtime does: its floor)
  *   getpacked  one page read out of such an item (the rest of the answer skipped), median
@@ -33,8 +35,8 @@ static double median_us(uint64_t *v, unsigned n)
 	return v[n / 2] / 1000.0;
 }
 
-static int fd;
-static char req[BATCH * (MC_HDR + 8 + 64 + ITEM) + MC_HDR];
+static int fd, fd2;
+static char req[BATCH * (MC_HDR + 8 + 64 + ITEM) + MC_HDR], req2[BATCH * (MC_HDR + 8 + 64 + ITEM) + MC_HDR];
 
 static size_t key(char *k, unsigned i)
 {
@@ -85,6 +87,37 @@ static void put(unsigned first, unsigned n, bool batched, unsigned per)
 		die("setq", err);
 }
 
+/* Items [first, first + n) of a page each as quiet sets and a noop, sent on f (built in buf). */
+static void lane_send(int f, char *buf, unsigned first, unsigned n)
+{
+	size_t len = 0;
+	char k[64];
+	for (unsigned i = 0; i < n; i++) {
+		size_t kl = key(k, first + i);
+		len += mc_request(buf + len, MC_SETQ, i, k, (uint16_t)kl, ITEM);
+		memset(buf + len, (int)i, ITEM);
+		len += ITEM;
+	}
+	len += mc_request(buf + len, MC_NOOP, 0xffffffffu, NULL, 0, 0);
+	int err = mc_send(f, buf, len, mc_deadline(2000));
+	if (err)
+		die("setq", err);
+}
+
+static void lane_wait(int f)
+{
+	struct mc_response r;
+	int err = 0;
+	do {
+		if (!err)
+			err = mc_recv_response(f, &r, mc_deadline(2000));
+		if (!err)
+			err = mc_skip(f, r.bodylen, mc_deadline(2000));
+	} while (!err && r.opcode != MC_NOOP);
+	if (err)
+		die("setq", err);
+}
+
 /* Page `at` of item i (`per` pages): its bytes read, the rest of the answer skipped (MSG_TRUNC). */
 static void get_part(unsigned i, unsigned per, unsigned at, unsigned char *page)
 {
@@ -128,6 +161,8 @@ int main(int argc, char **argv)
 	unsigned pages = (unsigned)atoi(argv[2]) / BATCH * BATCH, reps = (unsigned)atoi(argv[3]);
 	if ((fd = mc_connect(&a, mc_deadline(2000))) < 0)
 		die(argv[1], fd);
+	if ((fd2 = mc_connect(&a, mc_deadline(2000))) < 0)
+		die(argv[1], fd2);
 	uint64_t *t = calloc(pages > reps ? pages : reps, sizeof(*t)), *rounds = calloc(reps, sizeof(*rounds));
 	unsigned char item[ITEM], page[4096], k[32], ad[56] = { 0 };
 	/* per page: batched, then one set each (the same keys, overwritten) */
@@ -138,6 +173,17 @@ int main(int argc, char **argv)
 		rounds[r] = (mc_now_ns() - t0) / pages;
 	}
 	printf("batched %.2f\n", median_us(rounds, reps));
+	for (unsigned r = 0; r < reps; r++) {
+		uint64_t t0 = mc_now_ns();
+		for (unsigned i = 0; i < pages; i += BATCH) {
+			lane_send(fd, req, i, BATCH / 2);
+			lane_send(fd2, req2, i + BATCH / 2, BATCH / 2);
+			lane_wait(fd);
+			lane_wait(fd2);
+		}
+		rounds[r] = (mc_now_ns() - t0) / pages;
+	}
+	printf("lanes %.2f\n", median_us(rounds, reps));
 	for (unsigned r = 0; r < reps; r++) {
 		uint64_t t0 = mc_now_ns();
 		put(0, pages, false, 1);
