@@ -25,6 +25,13 @@ same_output cpus_more_threads_than_cpus "$L8" "$PROGS/cpuhop" 24 $((NCPU * 4)) s
 	no_lost_stacks cpus_more_threads_than_cpus "$TMP/cpus_more_threads_than_cpus"
 GLIBC_TUNABLES=glibc.pthread.rseq=0 same_output cpus_rseq_off "$L8" "$PROGS/cpuhop" 24 2 hop &&
 	no_lost_stacks cpus_rseq_off "$TMP/cpus_rseq_off"
+# Without rseq a handler cannot tell where a thread runs but by its stack signal: every stack is the
+# signal's. With it, threads that hop between CPUs have most of theirs read by the handler.
+expect_stat_key cpus_rseq_off_counted "$TMP/cpus_rseq_off" stacks_by_handler
+expect_stat cpus_rseq_off_by_signal "$TMP/cpus_rseq_off" stacks_by_handler -eq 0
+if have_rseq; then
+	expect_stat cpus_hop_by_handler "$TMP/cpus_hop" stacks_by_handler -gt 0
+fi
 
 # fltrace_threads_within NAME TASKS CPULIST: every fltrace thread in the tasks file (cpuhop's
 # TASKS_FILE) may run only on CPULIST and last ran there; the pollers are there at all, and each
