@@ -264,12 +264,37 @@ static bool handler_late_duplicate(uintptr_t addr, int fd, uint32_t gen)
 	return dup;
 }
 
+/* A stack not cached costs a handler 10-14 us to unwind afresh (python's: 64 frames, and the check
+ * that the thread stayed asleep), three times the stack signal's cost; a cached one 0.3-1.5 us. So a
+ * thread's stack is unwound afresh only while its stacks come back often enough (4 cached for each
+ * new one, over its last 256 or so), and at every 8th new one, to learn where they do. python
+ * filling memory at -L 1000 (23% of its stacks new): 2.73 s with every new stack unwound here,
+ * 2.40-2.41 so, 2.58-2.59 with every stack by the signal. */
+static bool handler_unwind_pays(const struct rt_thread *t)
+{
+	unsigned reused = t->stacks_reused, fresh = t->stacks_new;
+	return reused + fresh < 16 || reused >= 4 * fresh || fresh % 8 == 0;
+}
+
+static void handler_count_reuse(struct rt_thread *t, bool reused)
+{
+	if (reused)
+		t->stacks_reused++;
+	else
+		t->stacks_new++;
+	if (t->stacks_reused + t->stacks_new > 256) {
+		t->stacks_reused /= 2;
+		t->stacks_new /= 2;
+	}
+}
+
 /* A user-mode fault's stack read here while its thread sleeps, instead of by the stack signal: the
  * signal's delivery, its frame (with the AVX-512 state) and sigreturn cost the thread more than an
- * unwind here (0.3-1 us a fault where the stack was seen before and its return addresses are read in
- * place; 3-4 us afresh). FLTRACE_STACKS=signal against this, alternating, medians of 3: GAPBS bfs
- * serial -L 1000 6.21 -> 6.01 s, -L 140 9.22 -> 8.79, OpenMP x2 -L 140 5.77 -> 5.29, python -L 170
- * 6.53 -> 5.81. Only where the unwind is the signal's own (sysstack_unwind_user), and where the
+ * unwind here of a stack seen before (0.3-1.5 us a fault: its words checked in place).
+ * FLTRACE_STACKS=signal against this, alternating (03:55 UTC, 3 runs each, medians): GAPBS bfs
+ * serial -L 1000 5.78 -> 5.71 s, -L 140 8.55 -> 8.28, python -L 170 5.84 -> 5.42; with
+ * handler_unwind_pays (04:25, 2 runs each): bfs -L 1000 5.78-5.80 -> 5.57-5.58, python -L 1000
+ * 2.58-2.59 -> 2.40-2.41, -L 170 5.68-5.78 -> 5.11-5.25. Only where the unwind is the signal's own (sysstack_unwind_user), and where the
  * thread's CPU can be read without the signal (its rseq area, told at its first stack signal: the
  * signal is what kept rt_thread.cpu, by which faults are routed, current). Not after a signal of the
  * program's took the thread out of its fault meanwhile (its stack may have moved on): the stack
@@ -291,7 +316,9 @@ static bool handler_user_stack(struct handler_ctx *ctx, struct rt_thread *t, int
 	/* Read while the thread is known alive (its state was just read): it may end right after. */
 	int cpu = (int)*(const volatile uint32_t *)cpu_at;
 	uint64_t t0 = rt_mono_ns();
-	bool whole = sysstack_unwind_user(tid, s->pc, s->sp, ctx->user_ips, rt.cfg.stack_depth, &ctx->user);
+	bool whole = sysstack_unwind_user(tid, s->pc, s->sp, ctx->user_ips, rt.cfg.stack_depth,
+					  handler_unwind_pays(t), &ctx->user);
+	handler_count_reuse(t, !ctx->user.fresh);
 	/* A fresh unwind read memory the thread would have changed had it left its fault (a signal
 	 * the program's entry does not count: glibc's own, or a handler installed by a raw system call). */
 	whole = whole && (!ctx->user.fresh || still_in_state(t, tid, s));

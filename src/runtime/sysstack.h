@@ -14,12 +14,14 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
 			 bool *forked);
 void sysstack_thread_gone(void); /* a thread id was found reused: cached stacks of it are stale */
 /* The stack of a thread asleep in a fault it took in user mode at (pc, sp), exactly as its stack
- * signal would take it: false (nothing in ips) if that cannot be known from here. `fresh`: unwound
- * now, not reused (the caller checks the thread stayed asleep); `cut`: deeper than max. */
+ * signal would take it: false (nothing in ips) if that cannot be known from here, or if it is not
+ * cached and !fresh_ok. `fresh`: unwound now, or not cached (the caller checks the thread stayed
+ * asleep); `cut`: deeper than max. */
 struct user_unwind {
 	unsigned depth;
 	bool fresh, cut;
 };
-bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, struct user_unwind *u);
+bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool fresh_ok,
+			  struct user_unwind *u);
 
 #endif

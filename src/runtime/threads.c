@@ -67,6 +67,7 @@ struct rt_thread *threads_get(int tid)
 			atomic_store(&table[i].signal_cpu, -1);
 			atomic_store(&table[i].rseq_cpu, NULL);
 			table[i].rseq_untracked = 0;
+			table[i].stacks_reused = table[i].stacks_new = 0;
 			if (atomic_compare_exchange_strong(&table[i].tid, &expected, tid))
 				return &table[i];
 			if (expected == tid)

@@ -37,6 +37,7 @@ struct rt_thread {
 	 * with a reused id finds that file stale: thread_syscall_state opens it again and clears this). */
 	_Atomic(const uint32_t *) rseq_cpu;
 	int rseq_untracked;          /* the rseq area checked against tracked memory: 1 outside, -1 inside */
+	unsigned stacks_reused, stacks_new; /* its faults' stacks a handler found cached, or not (handler.c) */
 	_Atomic int signal_cpu;     /* the CPU of the poller that sent it its pending signal (-1: not a poller) */
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
 	_Atomic uint32_t call_stack; /* ... and the stack it was called with */

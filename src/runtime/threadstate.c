@@ -107,6 +107,7 @@ int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_state *s)
 		t->procfd = -1;
 		atomic_store(&t->rseq_cpu, NULL);
 		t->rseq_untracked = 0;
+		t->stacks_reused = t->stacks_new = 0;
 		sysstack_thread_gone();
 	}
 	return -ESRCH;
