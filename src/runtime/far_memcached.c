@@ -828,8 +828,11 @@ static int mcf_init(const char *arg)
 		sv->dels = rt_map(MCF_DELS_MAX * sizeof(uint32_t));
 		if (!sv->dels)
 			return -ENOMEM;
-		/* Reachable now, or the run does not start. */
-		int err = conn_open(sv, &sv->lane[0]);
+		/* Reachable now on both connections (a server that takes one but refuses the second,
+		 * memcached -c, would be given up at the first eviction), or the run does not start. */
+		int err = 0;
+		for (unsigned l = 0; l < MCF_LANES && !err; l++)
+			err = conn_open(sv, &sv->lane[l]);
 		if (err)
 			return mcf_fail(err, FLTRACE_EXIT_RUNTIME, err == -EACCES ? "give --far-auth a file with the "
 					"right user:password" : "start it, or give servers that are up", sv->addr.name,

@@ -264,12 +264,12 @@ static bool handler_late_duplicate(uintptr_t addr, int fd, uint32_t gen)
 	return dup;
 }
 
-/* A stack not cached costs a handler 10-14 us to unwind afresh (python's: 64 frames, and the check
+/* A stack not cached costs a handler 11-15 us to unwind afresh (python's: 64 frames, and the check
  * that the thread stayed asleep), three times the stack signal's cost; a cached one 0.3-1.5 us. So a
- * thread's stack is unwound afresh only while its stacks come back often enough (4 cached for each
- * new one, over its last 256 or so), and at every 8th new one, to learn where they do. python
- * filling memory at -L 1000 (23% of its stacks new): 2.73 s with every new stack unwound here,
- * 2.40-2.41 so, 2.58-2.59 with every stack by the signal. */
+ * thread's stack is unwound afresh only while the handler's stacks of it come back often enough (4
+ * reused for each new one, over its last 256 or so), and at every 8th new one, to learn where they
+ * do. python filling memory at -L 1000 (23% of its stacks new): 2.73 s with every new stack unwound
+ * here, 2.44 so, 2.57 with every stack by the signal (2 runs each). */
 static bool handler_unwind_pays(const struct rt_thread *t)
 {
 	unsigned reused = t->stacks_reused, fresh = t->stacks_new;
@@ -291,14 +291,13 @@ static void handler_count_reuse(struct rt_thread *t, bool reused)
 /* A user-mode fault's stack read here while its thread sleeps, instead of by the stack signal: the
  * signal's delivery, its frame (with the AVX-512 state) and sigreturn cost the thread more than an
  * unwind here of a stack seen before (0.3-1.5 us a fault: its words checked in place).
- * FLTRACE_STACKS=signal against this, alternating (03:55 UTC, 3 runs each, medians): GAPBS bfs
- * serial -L 1000 5.78 -> 5.71 s, -L 140 8.55 -> 8.28, python -L 170 5.84 -> 5.42; with
- * handler_unwind_pays (04:25, 2 runs each): bfs -L 1000 5.78-5.80 -> 5.57-5.58, python -L 1000
- * 2.58-2.59 -> 2.40-2.41, -L 170 5.68-5.78 -> 5.11-5.25. Only where the unwind is the signal's own (sysstack_unwind_user), and where the
- * thread's CPU can be read without the signal (its rseq area, told at its first stack signal: the
- * signal is what kept rt_thread.cpu, by which faults are routed, current). Not after a signal of the
- * program's took the thread out of its fault meanwhile (its stack may have moved on): the stack
- * signal then, as before. */
+ * FLTRACE_STACKS=signal against this, alternating (04:38 UTC, 2 runs each): GAPBS bfs serial
+ * -L 1000 5.87-5.89 -> 5.62-5.63 s, -L 140 8.81-8.82 -> 8.08-8.14, python -L 1000 2.57 -> 2.44,
+ * -L 170 5.70-6.09 -> 5.12-5.23. Only where the unwind is the signal's
+ * own (sysstack_unwind_user), and where the thread's CPU can be read without the signal (its rseq
+ * area, told at its first stack signal: the signal is what kept rt_thread.cpu, by which faults are
+ * routed, current). Not after a signal of the program's took the thread out of its fault meanwhile
+ * (its stack may have moved on): the stack signal then, as before. */
 static bool handler_user_stack(struct handler_ctx *ctx, struct rt_thread *t, int tid, const struct syscall_state *s,
 			       unsigned taken)
 {
@@ -318,12 +317,15 @@ static bool handler_user_stack(struct handler_ctx *ctx, struct rt_thread *t, int
 	uint64_t t0 = rt_mono_ns();
 	bool whole = sysstack_unwind_user(tid, s->pc, s->sp, ctx->user_ips, rt.cfg.stack_depth,
 					  handler_unwind_pays(t), &ctx->user);
-	handler_count_reuse(t, !ctx->user.fresh);
 	/* A fresh unwind read memory the thread would have changed had it left its fault (a signal
 	 * the program's entry does not count: glibc's own, or a handler installed by a raw system call). */
 	whole = whole && (!ctx->user.fresh || still_in_state(t, tid, s));
 	rt_time_add(&rt.stats.time.unwind, t0);
-	if (!whole || atomic_load(&t->busy) || atomic_load(&t->signals_taken) != taken)
+	whole = whole && !atomic_load(&t->busy) && atomic_load(&t->signals_taken) == taken;
+	/* Reused only where that spared the signal: a cached stack that needs rbp or holds fltrace's
+	 * frames does not. */
+	handler_count_reuse(t, whole && !ctx->user.fresh);
+	if (!whole)
 		return false;
 	if (cpu >= 0 && cpu < CPULIST_MAX) {
 		atomic_store_explicit(&t->cpu, cpu, memory_order_relaxed);

@@ -72,12 +72,6 @@ uint32_t *region_page(uintptr_t addr)
 	return &regions.v[i].pages[(addr - regions.v[i].start) >> rt.page_shift];
 }
 
-bool region_any_in(uintptr_t lo, uintptr_t hi)
-{
-	size_t i = region_index(lo);
-	return i < regions.n && regions.v[i].start < hi;
-}
-
 const struct region *region_of(uintptr_t addr)
 {
 	size_t i = region_index(addr);

@@ -38,8 +38,7 @@ void region_remove(uintptr_t start, size_t len);          /* forget (unmapped) *
 void region_zap(uintptr_t start, size_t len);             /* data gone: reads back zeros */
 void region_protect(uintptr_t start, size_t len, int prot);
 void region_remap(uintptr_t old, size_t oldlen, uintptr_t new_, size_t newlen);
-uint32_t *region_page(uintptr_t addr);
-bool region_any_in(uintptr_t lo, uintptr_t hi);                  /* tracked memory in [lo, hi)? */                    /* NULL if untracked; state: pagestate.h */
+uint32_t *region_page(uintptr_t addr);                    /* NULL if untracked; state: pagestate.h */
 int region_register_all(int fd, int loader_fd);           /* at start-up and after fork */
 void region_restore_evicted(void);                        /* fork child: copy far pages in */
 uint64_t region_tracked_bytes(void);

@@ -20,8 +20,7 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 					      unw_proc_info_t *pi, int need_unwind_info, void *arg);
 
 #define OBJ_MAX 4096
-#define CACHE_PAGES 32
-#define STACK_PAGES 16 /* read at once from sp up, before a fresh unwind (stack_prefetch) */
+#define CACHE_PAGES 16
 #define CACHE_ENTRIES 8
 #define OWN_FRAMES_MAX 8
 #define FRAMES_MAX (FLTRACE_MAX_STACK_DEPTH + OWN_FRAMES_MAX + 1)
@@ -58,7 +57,6 @@ struct reader {
 	bool lacked_reg; /* the unwind asked for a register the kernel does not show (the stack is then
 			  * not the one the thread would unwind itself) */
 	bool missed;     /* a page could not be read (a tracked page away, or none there) */
-	bool prefetched; /* the first STACK_PAGES entries hold the stack from sp up (stack_prefetch) */
 	bool forked; /* a page could not be read: a fork held rt.lock (the unwind is to be redone) */
 	uintptr_t page[CACHE_PAGES];
 	unsigned next, last; /* last: the entry hit most recently (reads come in runs) */
@@ -192,27 +190,10 @@ static bool page_read(struct reader *r, uintptr_t page, char *dst)
 	return ok;
 }
 
-/* The STACK_PAGES pages from sp's up, with one process_vm_readv where none of them is tracked (it
- * stops where the stack's mapping ends), where a fresh unwind read them one call each: python's
- * deep stacks took 10.9 us an unwind so, 9.7 with this. */
-static void stack_prefetch(struct reader *r)
-{
-	uintptr_t lo = r->sp & ~((uintptr_t)rt.page_size - 1), hi = lo + ((uintptr_t)STACK_PAGES << rt.page_shift);
-	if (!rt_lock_unless_fork())
-		return;
-	if (!region_any_in(lo, hi)) {
-		struct iovec to = { r->data, (size_t)STACK_PAGES << rt.page_shift }, from = { (void *)lo, to.iov_len };
-		ssize_t got = process_vm_readv(rt.pid, &to, 1, &from, 1, 0);
-		unsigned k = got > 0 ? (unsigned)((size_t)got >> rt.page_shift) : 0;
-		for (unsigned i = 0; i < k; i++)
-			r->page[i] = lo + ((uintptr_t)i << rt.page_shift);
-		r->prefetched = true;
-	}
-	rt_unlock();
-}
-
 static const char *reader_page(struct reader *r, uintptr_t page)
 {
+	if (!page) /* the empty entries' tag: nothing is mapped there */
+		return NULL;
 	if (r->page[r->last] == page)
 		return r->data + ((size_t)r->last << rt.page_shift);
 	for (unsigned i = 0; i < CACHE_PAGES; i++)
@@ -220,8 +201,7 @@ static const char *reader_page(struct reader *r, uintptr_t page)
 			r->last = i;
 			return r->data + ((size_t)i << rt.page_shift);
 		}
-	/* The stack's pages read ahead stay: the unwind tables' take turns in the rest. */
-	unsigned i = r->prefetched ? STACK_PAGES + r->next++ % (CACHE_PAGES - STACK_PAGES) : r->next++ % CACHE_PAGES;
+	unsigned i = r->next++ % CACHE_PAGES;
 	char *dst = r->data + ((size_t)i << rt.page_shift);
 	r->page[i] = 0;
 	if (!page_read(r, page, dst)) {
@@ -635,7 +615,6 @@ static bool sysstack_thread_init(void)
 	/* Parsed frame rules are kept per handler thread, dropped whenever the object table changes
 	 * (dlopen, dlclose): without them, one frame costs microseconds. */
 	unw_set_caching_policy(tls_as, UNW_CACHE_PER_THREAD);
-	unw_set_cache_size(tls_as, 4096, 0); /* an interpreter's many frames (128 by default) */
 	return true;
 }
 
@@ -704,6 +683,7 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
 bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool fresh_ok,
 			  struct user_unwind *u)
 {
+	u->fresh = true;
 	if (!sysstack_ready())
 		return false;
 	struct reader *r = tls_reader;
@@ -717,7 +697,6 @@ bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsi
 	if (!f && !r->forked) {
 		e = e ? e : cache_slot(tid, NR_USER_EXACT, pc, sp);
 		f = &e->f;
-		stack_prefetch(r);
 		unwind_from(r, f, want);
 		/* Cut short by a fork, or by a page away (the stack's, evicted): nothing to keep. */
 		if (r->forked || (!f->exact && r->missed))
