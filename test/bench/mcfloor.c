@@ -49,6 +49,21 @@ static void die(const char *what, int err)
 	exit(1);
 }
 
+/* The answers on f up to the noop that ends a pipeline of quiet sets. */
+static void lane_wait(int f)
+{
+	struct mc_response r;
+	int err = 0;
+	do {
+		if (!err)
+			err = mc_recv_response(f, &r, mc_deadline(2000));
+		if (!err)
+			err = mc_skip(f, r.bodylen, mc_deadline(2000));
+	} while (!err && r.opcode != MC_NOOP);
+	if (err)
+		die("setq", err);
+}
+
 /* Items [first, first + n) of `per` pages each stored, one pipelined request (noreply sets, a noop)
  * or one round trip each. */
 static void put(unsigned first, unsigned n, bool batched, unsigned per)
@@ -76,15 +91,9 @@ static void put(unsigned first, unsigned n, bool batched, unsigned per)
 		return;
 	len += mc_request(req + len, MC_NOOP, 0xffffffffu, NULL, 0, 0);
 	int err = mc_send(fd, req, len, mc_deadline(2000));
-	struct mc_response r;
-	do {
-		if (!err)
-			err = mc_recv_response(fd, &r, mc_deadline(2000));
-		if (!err)
-			err = mc_skip(fd, r.bodylen, mc_deadline(2000));
-	} while (!err && r.opcode != MC_NOOP);
 	if (err)
 		die("setq", err);
+	lane_wait(fd);
 }
 
 /* Items [first, first + n) of a page each as quiet sets and a noop, sent on f (built in buf). */
@@ -100,20 +109,6 @@ static void lane_send(int f, char *buf, unsigned first, unsigned n)
 	}
 	len += mc_request(buf + len, MC_NOOP, 0xffffffffu, NULL, 0, 0);
 	int err = mc_send(f, buf, len, mc_deadline(2000));
-	if (err)
-		die("setq", err);
-}
-
-static void lane_wait(int f)
-{
-	struct mc_response r;
-	int err = 0;
-	do {
-		if (!err)
-			err = mc_recv_response(f, &r, mc_deadline(2000));
-		if (!err)
-			err = mc_skip(f, r.bodylen, mc_deadline(2000));
-	} while (!err && r.opcode != MC_NOOP);
 	if (err)
 		die("setq", err);
 }
