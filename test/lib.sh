@@ -30,6 +30,13 @@ have_rseq() {
 }
 
 # expect_stat_key NAME DIR KEY: the stats line has KEY (expect_stat reads a missing one as 0).
+# have_fault_samples: the kernel lets this process sample its own page faults, kernel mode included
+# (root, or perf_event_paranoid <= 1; no seccomp filter in the way): fltrace's handlers then read a
+# fault's registers from its sample instead of /proc, rbp among them.
+have_fault_samples() {
+	"$PROGS/perfprobe" 2> /dev/null
+}
+
 expect_stat_key() {
 	if tail -q -n 1 "$2"/fltrace-data-stats-*.out 2>/dev/null | grep -q "[,:]$3:"; then pass "$1"
 	else fail "$1" "no $3 in the stats of $2"; fi

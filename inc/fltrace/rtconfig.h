@@ -32,6 +32,7 @@ struct rtconfig {
 	uint64_t spin_ns;          /* adaptive: how long a handler polls after a fault */
 	bool files_all;
 	bool stacks_signal; /* FLTRACE_STACKS=signal: every user-mode fault's stack by the stack signal */
+	bool stacks_proc;   /* FLTRACE_STACKS=proc: by the handler, registers from /proc only (no perf samples) */
 	bool allocs;
 	const char *keep_local;    /* --keep-local: "<executable>|<lo>-<hi>,..." (record sets it), or NULL */
 	uint64_t alloc_sample;     /* mean bytes between sampled small allocations, 0 = none */

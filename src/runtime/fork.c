@@ -25,6 +25,7 @@
 #include "stats.h"
 #include "sysstack.h"
 #include "dlwalk.h"
+#include "faultregs.h"
 
 /* glibc's list of open FILEs and its lock (exported, not declared in its headers). */
 extern FILE *_IO_list_all;
@@ -246,6 +247,7 @@ void rt_fork_child_late(void)
 		fork_window_restore_sigbus();
 	}
 	threads_forget_all();
+	faultregs_fork_child();
 	memset(&rt.stats, 0, sizeof(rt.stats)); /* the child's own counts start now */
 	pagestate_fork_child();                  /* its pages are the parent's: counts kept */
 	rt_start_process();

@@ -58,6 +58,7 @@ struct rt_config {
 	uint64_t spin_ns;    /* adaptive: poll this long after the last fault before blocking */
 	bool files_all;      /* --files=all: the loader's code and read-only data are traced too */
 	bool stacks_by_handler; /* FLTRACE_STACKS=handler (default): see handler_user_stack */
+	bool fault_samples;     /* ... with each fault's registers from its perf sample (faultregs.c); not =proc */
 	bool allocs;         /* allocation sites are recorded (FLTRACE_ALLOCS, default on) */
 	const char *keep_local; /* --keep-local: FLTRACE_KEEP_LOCAL (in the environment), or NULL */
 	uint64_t alloc_sample; /* mean bytes between sampled small allocations, 0 = none */
@@ -98,7 +99,8 @@ uint64_t rt_time_add(_Atomic uint64_t *counter, uint64_t t0);
 struct rt_stats {
 	_Atomic uint64_t faults, faults_r, faults_w, faults_wp, faults_zero, faults_refetch, faults_file,
 		faults_syscall, faults_nostack, faults_sampled_out, faults_dup, faults_self, stacks_cut,
-		stacks_by_handler; /* user-mode faults' stacks a handler read, without the stack signal */
+		stacks_by_handler, /* user-mode faults' stacks a handler read, without the stack signal */
+		faults_regs_sampled; /* faults whose registers came from their perf sample, not /proc */
 	_Atomic uint64_t faults_nostack_why[NOSTACK_NR]; /* faults_nostack by reason */
 	_Atomic uint64_t faults_signal_first; /* stack signals sent before the page (the program's signals were arriving) */
 	_Atomic uint64_t faults_reraised; /* a message whose thread was never seen asleep: woken to fault again */

@@ -153,6 +153,7 @@ void stats_write_line(void)
 	kv(&f, "faults_sampled_out", atomic_load(&s->faults_sampled_out));
 	kv(&f, "stacks_cut", atomic_load(&s->stacks_cut));
 	kv(&f, "stacks_by_handler", atomic_load(&s->stacks_by_handler));
+	kv(&f, "faults_regs_sampled", atomic_load(&s->faults_regs_sampled));
 	kv(&f, "evict_ops", atomic_load(&s->evict_ops));
 	kv(&f, "evict_pages_done", atomic_load(&s->evict_pages));
 	kv(&f, "evict_fallback", atomic_load(&s->evict_fallback));

@@ -27,6 +27,7 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 /* The cache key sysstack_unwind_user's stacks go by, in place of a system call's number: unwound
  * without the frame-pointer guess, they are not the ones sysstack_unwind keeps for user mode (-1). */
 #define NR_USER_EXACT (-3L)
+#define NR_USER_FP (-4L) /* ... and unwound with rbp too (from the fault's sample, faultregs.c) */
 
 /* One loaded object's code and the table libunwind searches for it (.eh_frame_hdr). */
 struct sys_object {
@@ -53,7 +54,7 @@ static struct {
 /* One unwind's memory reader: pages read once with process_vm_readv, never by touching them. */
 struct reader {
 	uint64_t pc, sp, fp;
-	bool have_fp;
+	bool have_fp, used_fp; /* rbp known; and read by the unwind (its stack depends on it) */
 	bool lacked_reg; /* the unwind asked for a register the kernel does not show (the stack is then
 			  * not the one the thread would unwind itself) */
 	bool missed;     /* a page could not be read (a tracked page away, or none there) */
@@ -250,8 +251,10 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, in
 		*val = r->pc;
 	else if (reg == UNW_X86_64_RSP)
 		*val = r->sp;
-	else if (reg == UNW_X86_64_RBP && r->have_fp)
+	else if (reg == UNW_X86_64_RBP && r->have_fp) {
 		*val = r->fp;
+		r->used_fp = true;
+	}
 	else {
 		r->lacked_reg = true;
 		return -UNW_EBADREG;
@@ -328,6 +331,7 @@ struct frames {
 	bool sigframe; /* it went through a signal frame (the stack pointer above it comes from memory) */
 	bool in_place; /* its words can be checked by touching them (cache_words_hold) */
 	bool tracked;  /* ... and some are on tracked pages */
+	bool used_fp;  /* the unwind read rbp (given: NR_USER_FP): the entry is good for that rbp only */
 	uint64_t last_sp;
 	uint64_t ip[FRAMES_MAX], slot[FRAMES_MAX];
 	/* where each frame's rbp was saved, 0 if in no memory, and its value: a frame whose canonical
@@ -338,7 +342,7 @@ struct frames {
 struct cache_entry {
 	int tid;
 	long nr;
-	uint64_t pc, sp;
+	uint64_t pc, sp, fp;
 	struct frames f;
 };
 
@@ -352,6 +356,7 @@ static void unwind_from(struct reader *r, struct frames *f, unsigned max)
 	f->in_place = false;
 	f->last_sp = r->sp;
 	r->lacked_reg = false;
+	r->used_fp = false;
 	if (unw_init_remote(&cur, tls_as, r) < 0)
 		return;
 	int step = 0;
@@ -374,6 +379,7 @@ static void unwind_from(struct reader *r, struct frames *f, unsigned max)
 	} while (f->n < max && (step = unw_step(&cur)) > 0);
 	f->broken = f->n < max && step < 0;
 	f->exact = !f->broken && !r->lacked_reg && f->n > 0;
+	f->used_fp = r->used_fp;
 }
 
 static bool word_at(struct reader *r, uintptr_t addr, uint64_t *v)
@@ -566,13 +572,15 @@ static bool cache_words_hold(const struct frames *f, struct reader *r)
 /* A thread faulting again and again at one place (a big read, a loop filling memory) has the same
  * stack each time: the same (call, sp, pc) whose return addresses all still sit in their slots. */
 /* *same: the entry of that key, to be filled again where its words moved (else one to take). */
-static struct frames *cache_lookup(int tid, long nr, uint64_t pc, uint64_t sp, struct reader *r,
+static struct frames *cache_lookup(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t fp, struct reader *r,
 				   struct cache_entry **same)
 {
 	*same = NULL;
 	for (unsigned i = 0; i < CACHE_ENTRIES; i++) {
 		struct cache_entry *e = &tls_cache[i];
-		if (e->tid != tid || e->nr != nr || e->pc != pc || e->sp != sp)
+		/* rbp is a register like another in code built without frame pointers: it tells
+		 * stacks apart only where the unwind read it. */
+		if (e->tid != tid || e->nr != nr || e->pc != pc || e->sp != sp || (e->f.used_fp && e->fp != fp))
 			continue;
 		*same = e;
 		return cache_words_hold(&e->f, r) ? &e->f : NULL;
@@ -588,13 +596,14 @@ void sysstack_thread_gone(void)
 	atomic_fetch_add(&threads_gone, 1);
 }
 
-static struct cache_entry *cache_slot(int tid, long nr, uint64_t pc, uint64_t sp)
+static struct cache_entry *cache_slot(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t fp)
 {
 	struct cache_entry *e = &tls_cache[tls_cache_next++ % CACHE_ENTRIES];
 	e->tid = tid;
 	e->nr = nr;
 	e->pc = pc;
 	e->sp = sp;
+	e->fp = fp;
 	return e;
 }
 
@@ -651,10 +660,10 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
 	/* Room for our own frames beyond --depth, and one more to tell a cut stack. */
 	unsigned want = max + OWN_FRAMES_MAX + 1;
 	struct cache_entry *e;
-	struct frames *f = cache_lookup(tid, nr, pc, sp, r, &e); /* NULL too if a fork kept a page */
+	struct frames *f = cache_lookup(tid, nr, pc, sp, 0, r, &e); /* NULL too if a fork kept a page */
 	*fresh = !f;
 	if (!f && !r->forked) {
-		e = e ? e : cache_slot(tid, nr, pc, sp);
+		e = e ? e : cache_slot(tid, nr, pc, sp, 0);
 		f = &e->f;
 		unwind_with_frame_pointer_guess(r, f, want);
 		if (r->forked)
@@ -676,26 +685,27 @@ unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *i
 }
 
 /* A user-mode fault's stack from here is the stack signal's own only if the unwind needed no register
- * but the two /proc shows (code that keeps its frame in rbp, -O0 for one, needs rbp: the signal
- * takes those), and met none of fltrace's frames (the program's malloc, or a wrapper touching a
+ * but the two /proc shows, or with `fp` (rbp, from the fault's sample) the three (code that keeps its
+ * frame in rbp, -O0 for one, needs rbp; one needing another register takes the signal), and met none of fltrace's frames (the program's malloc, or a wrapper touching a
  * buffer for a system call: the stack handler tells those apart). Whole stacks and failed ones are
  * both cached: a loop faulting at one place costs one unwind. */
-bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool fresh_ok,
-			  struct user_unwind *u)
+bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, const uint64_t *fp, uint64_t *ips, unsigned max,
+			  bool fresh_ok, struct user_unwind *u)
 {
 	u->fresh = true;
 	if (!sysstack_ready())
 		return false;
 	struct reader *r = tls_reader;
-	*r = (struct reader){ .pc = pc, .sp = sp, .data = r->data };
+	*r = (struct reader){ .pc = pc, .sp = sp, .fp = fp ? *fp : 0, .have_fp = fp != NULL, .data = r->data };
 	unsigned want = max + OWN_FRAMES_MAX + 1; /* as sysstack_unwind, whose entries sit beside these */
+	long key = fp ? NR_USER_FP : NR_USER_EXACT;
 	struct cache_entry *e;
-	struct frames *f = cache_lookup(tid, NR_USER_EXACT, pc, sp, r, &e);
+	struct frames *f = cache_lookup(tid, key, pc, sp, r->fp, r, &e);
 	u->fresh = !f;
 	if (!f && !fresh_ok)
 		return false;
 	if (!f && !r->forked) {
-		e = e ? e : cache_slot(tid, NR_USER_EXACT, pc, sp);
+		e = e ? e : cache_slot(tid, key, pc, sp, r->fp);
 		f = &e->f;
 		unwind_from(r, f, want);
 		/* Cut short by a fork, or by a page away (the stack's, evicted): nothing to keep. */

@@ -13,7 +13,7 @@ void sysstack_fork_child(void);      /* a handler of the parent may have held th
 unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh,
 			 bool *forked);
 void sysstack_thread_gone(void); /* a thread id was found reused: cached stacks of it are stale */
-/* The stack of a thread asleep in a fault it took in user mode at (pc, sp), exactly as its stack
+/* The stack of a thread asleep in a fault it took in user mode at (pc, sp; rbp if fp), exactly as its stack
  * signal would take it: false (nothing in ips) if that cannot be known from here, or if it is not
  * cached and !fresh_ok. `fresh`: unwound now, or not cached (the caller checks the thread stayed
  * asleep); `cut`: deeper than max. */
@@ -21,7 +21,7 @@ struct user_unwind {
 	unsigned depth;
 	bool fresh, cut;
 };
-bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool fresh_ok,
-			  struct user_unwind *u);
+bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, const uint64_t *fp, uint64_t *ips, unsigned max,
+			  bool fresh_ok, struct user_unwind *u);
 
 #endif

@@ -9,6 +9,7 @@
 
 /* IDLE -> CLAIMED (a handler will signal this fault) -> PENDING (the signal is sent or owed) ->
  * TAKEN (the thread is in the stack handler) -> IDLE; CANCELLED: a handler records it instead. */
+struct perf_event_mmap_page;
 enum req_state { REQ_IDLE = 0, REQ_PENDING, REQ_TAKEN, REQ_CANCELLED, REQ_CLAIMED };
 struct rt_thread {
 	_Atomic int tid;   /* key; 0 = free */
@@ -42,6 +43,12 @@ struct rt_thread {
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
 	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
 	void *own_stack;            /* a stack for the stack signal's work off the program's alternate stack (stack.c) */
+	/* Its page-fault sample event (faultregs.c): the fd in the runtime's table, its ring, the
+	 * watch-list entry; fault_busy held while a handler reads or closes them. */
+	int fault_fd, fault_watch;
+	struct perf_event_mmap_page *fault_ring;
+	bool fault_tried;
+	_Atomic int fault_busy;
 };
 int threads_init(void);
 struct rt_thread *threads_get(int tid);  /* find or create (handler side) */

@@ -6,6 +6,7 @@
 
 #include "fltrace/fmt.h"
 #include "fault.h"
+#include "faultregs.h"
 #include "threads.h"
 #include "handler.h"
 #include "sysstack.h"
@@ -108,6 +109,7 @@ int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_state *s)
 		atomic_store(&t->rseq_cpu, NULL);
 		t->rseq_untracked = 0;
 		t->stacks_reused = t->stacks_new = 0;
+		faultregs_forget(t);
 		sysstack_thread_gone();
 	}
 	return -ESRCH;

@@ -25,11 +25,18 @@ same_output cpus_more_threads_than_cpus "$L8" "$PROGS/cpuhop" 24 $((NCPU * 4)) s
 	no_lost_stacks cpus_more_threads_than_cpus "$TMP/cpus_more_threads_than_cpus"
 GLIBC_TUNABLES=glibc.pthread.rseq=0 same_output cpus_rseq_off "$L8" "$PROGS/cpuhop" 24 2 hop &&
 	no_lost_stacks cpus_rseq_off "$TMP/cpus_rseq_off"
-# Without rseq a handler cannot tell where a thread runs but by its stack signal: every stack is the
-# signal's. With it, threads that hop between CPUs have most of theirs read by the handler.
-expect_stat_key cpus_rseq_off_counted "$TMP/cpus_rseq_off" stacks_by_handler
-expect_stat cpus_rseq_off_by_signal "$TMP/cpus_rseq_off" stacks_by_handler -eq 0
-if have_rseq; then
+GLIBC_TUNABLES=glibc.pthread.rseq=0 FLTRACE_STACKS=proc same_output cpus_rseq_off_proc "$L8" "$PROGS/cpuhop" 24 2 hop &&
+	no_lost_stacks cpus_rseq_off_proc "$TMP/cpus_rseq_off_proc"
+# Where a thread runs, a handler learns from the fault's perf sample, else from its rseq area (told
+# at its stack signal). With registers from /proc and without rseq, every stack is the signal's;
+# with samples, rseq or not, and with rseq, threads that hop between CPUs have most of theirs read
+# by the handler.
+expect_stat_key cpus_rseq_off_counted "$TMP/cpus_rseq_off_proc" stacks_by_handler
+expect_stat cpus_rseq_off_by_signal "$TMP/cpus_rseq_off_proc" stacks_by_handler -eq 0
+if have_fault_samples; then
+	expect_stat cpus_rseq_off_sampled_by_handler "$TMP/cpus_rseq_off" stacks_by_handler -gt 0
+fi
+if have_rseq || have_fault_samples; then
 	expect_stat cpus_hop_by_handler "$TMP/cpus_hop" stacks_by_handler -gt 0
 fi
 

@@ -127,12 +127,15 @@ done
 # the handler unwinds the sleeping thread's stack itself, from the faulting instruction.
 # "nosizes": a learning run, without -L and -M: the same exact counts. "signal": every user-mode
 # fault's stack by the stack signal (FLTRACE_STACKS=signal), none read by the handler meanwhile.
-for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked O2-nosizes O0-signal O2-signal O2-fp-signal; do
+# "proc": read by the handler, but with the registers /proc shows (FLTRACE_STACKS=proc), not the
+# fault's perf sample.
+for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked O2-nosizes O0-signal O2-signal O2-fp-signal O2-proc O2-fp-proc; do
 	dir=$TMP/stacks-$v
 	mkdir -p "$dir"
 	sizes="-L 64 -M 256" prog=${v%-blocked} how=handler
 	[ "$v" = O2-nosizes ] && sizes= prog=O2
 	[ "${v%-signal}" != "$v" ] && prog=${v%-signal} how=signal
+	[ "${v%-proc}" != "$v" ] && prog=${v%-proc} how=proc
 	FLTRACE_STACKS=$how timeout -k 10 "$HANG" "$FLTRACE" record $sizes -o "$dir" -- "$PROGS/stacks-$prog" \
 		$([ "${v%-blocked}" != "$v" ] && echo blocked) > /dev/null 2>&1
 	got=$(stacks_callsites "$dir")
@@ -143,16 +146,29 @@ for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked O2-nosizes O0-signal O2
 		expect_stat_key "stacks_by_handler_counted_$v" "$dir" stacks_by_handler
 		expect_stat "stacks_by_signal_only_$v" "$dir" stacks_by_handler -eq 0
 	fi
+	if [ $how != handler ]; then
+		expect_stat_key "stacks_regs_counted_$v" "$dir" faults_regs_sampled
+		expect_stat "stacks_regs_from_proc_$v" "$dir" faults_regs_sampled -eq 0
+	fi
 done
-# Code without frame pointers unwinds from the two registers /proc shows: the handler reads those
-# stacks (all but each thread's first fault, whose stack signal tells where the thread runs: 151
-# of 180 here); with frame pointers (rbp needed), the stack signal takes them. Whole stacks, every
-# frame, the same either way.
-if have_rseq; then
-	expect_stat stacks_by_handler_O2 "$TMP/stacks-O2" stacks_by_handler -gt 100
-	expect_stat stacks_by_handler_O0 "$TMP/stacks-O0" stacks_by_handler -gt 100
+# With each fault's perf sample (its registers, rbp too, and its CPU) the handler reads every
+# stack but each thread's first fault's (before its event was open), frame pointers or not. From
+# /proc (two registers: pc and sp) it reads those of code without frame pointers (all but each
+# thread's first, whose stack signal tells where the thread runs: 151 of 180 here); code with frame
+# pointers needs rbp, and the stack signal takes those. Whole stacks, every frame, the same each way.
+if have_fault_samples; then
+	for v in O0 O2 O2-fp; do
+		expect_stat "stacks_regs_sampled_$v" "$TMP/stacks-$v" faults_regs_sampled -gt 100
+		expect_stat "stacks_by_handler_$v" "$TMP/stacks-$v" stacks_by_handler -gt 100
+	done
 else
-	skip stacks_by_handler "glibc registers no rseq area here: every stack is the stack signal's"
+	skip stacks_regs_sampled "the kernel lets no process sample its page faults here (perf_event_paranoid)"
+fi
+if have_rseq; then
+	expect_stat stacks_by_handler_O2_proc "$TMP/stacks-O2-proc" stacks_by_handler -gt 100
+	expect_stat stacks_by_signal_O2_fp_proc "$TMP/stacks-O2-fp-proc" stacks_by_handler -eq 0
+else
+	skip stacks_by_handler_proc "glibc registers no rseq area here: every stack is the stack signal's"
 fi
 whole_stacks() {
 	"$FLTRACE" report -i "$1" > /dev/null 2>&1
@@ -167,6 +183,10 @@ PY
 for v in O0 O2 O2-fp; do
 	expect_eq "stacks_whole_same_$v" "every frame of every stack, by the handler and by the signal" \
 		"$(whole_stacks "$TMP/stacks-$v-signal" | sort)" "$(whole_stacks "$TMP/stacks-$v" | sort)"
+done
+for v in O2 O2-fp; do
+	expect_eq "stacks_whole_same_proc_$v" "every frame of every stack, registers from /proc and by the signal" \
+		"$(whole_stacks "$TMP/stacks-$v-signal" | sort)" "$(whole_stacks "$TMP/stacks-$v-proc" | sort)"
 done
 
 # --- the cap, seen from outside: resident pages of registered memory never exceed -L ---
