@@ -370,9 +370,12 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	uint64_t t0 = rt_mono_ns();
 	bool reraise = false;
 	unsigned taken = t ? atomic_load(&t->signals_taken) : 0;
-	/* The fault's registers from its sample where there is one (0.1 us), else from /proc (2 us). */
+	/* The fault's registers from its sample where there is one (0.1 us), else from /proc (2 us).
+	 * The thread's ring is emptied at each of its messages, recorded or not: a record left there
+	 * would be older than the fault of a later message. */
 	struct fault_regs regs;
-	bool sampled = record && !busy && rt.cfg.fault_samples && faultregs_take(t, tid, addr, &regs);
+	bool sampled = t && rt.cfg.fault_samples && faultregs_take(t, tid, addr, &regs);
+	sampled = sampled && record && !busy;
 	int state_err = 0;
 	if (sampled) {
 		s = (struct syscall_state){ .nr = -1, .pc = regs.pc, .sp = regs.sp };

@@ -258,8 +258,10 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	(void)sig, (void)si;
 	int saved_errno = errno;
 	struct rt_thread *t = stack_own_slot();
-	if (t)
+	if (t) {
 		atomic_fetch_add(&t->signals_taken, 1);
+		atomic_store(&t->signal_ns, rt_mono_ns()); /* faultregs.c: its fault's sample is past */
+	}
 	int expected = REQ_PENDING;
 	if (!t || !atomic_compare_exchange_strong(&t->state, &expected, REQ_TAKEN))
 		goto out;
@@ -334,7 +336,9 @@ struct program_alt stack_before_program_handler(const void *ucv)
 	struct rt_thread *t = stack_own_slot();
 	if (t) {
 		atomic_fetch_add(&t->signals_taken, 1);
-		atomic_store_explicit(&rt.program_signal_ns, rt_mono_ns(), memory_order_relaxed);
+		uint64_t now = rt_mono_ns();
+		atomic_store(&t->signal_ns, now);
+		atomic_store_explicit(&rt.program_signal_ns, now, memory_order_relaxed);
 	}
 	if (t && rt.sig > 0 && request_open(t)) {
 		uint64_t only = 1ull << (rt.sig - 1), was = 0;

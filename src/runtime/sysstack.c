@@ -705,7 +705,10 @@ bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, const uint64_t *fp,
 	if (!f && !fresh_ok)
 		return false;
 	if (!f && !r->forked) {
-		e = e ? e : cache_slot(tid, key, pc, sp, r->fp);
+		if (e)
+			e->fp = r->fp; /* refilled: the unwind below may read rbp where the last did not */
+		else
+			e = cache_slot(tid, key, pc, sp, r->fp);
 		f = &e->f;
 		unwind_from(r, f, want);
 		/* Cut short by a fork, or by a page away (the stack's, evicted): nothing to keep. */

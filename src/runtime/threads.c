@@ -62,9 +62,6 @@ struct rt_thread *threads_get(int tid)
 		if (key == 0) {
 			int expected = 0;
 			table[i].procfd = -1;
-			table[i].fault_fd = table[i].fault_watch = -1;
-			table[i].fault_ring = NULL;
-			table[i].fault_tried = false;
 			atomic_store(&table[i].call_nr, -1);
 			atomic_store(&table[i].cpu, -1);
 			atomic_store(&table[i].signal_cpu, -1);
@@ -86,8 +83,8 @@ void threads_forget_all(void)
 		if (atomic_load(&table[i].tid) == 0)
 			continue;
 		table[i].procfd = -1; /* the parent's, in the parent's private fd table */
-		table[i].fault_fd = table[i].fault_watch = -1; /* and its ring is not mapped here */
-		table[i].fault_ring = NULL;
+		table[i].fault_ring = NULL; /* the parent's events, and their ring is not mapped here */
+		table[i].fault_watch = 0;
 		table[i].fault_tried = false;
 		atomic_store(&table[i].fault_busy, 0);
 		atomic_store(&table[i].state, REQ_IDLE);

@@ -43,12 +43,15 @@ struct rt_thread {
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
 	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
 	void *own_stack;            /* a stack for the stack signal's work off the program's alternate stack (stack.c) */
-	/* Its page-fault sample event (faultregs.c): the fd in the runtime's table, its ring, the
-	 * watch-list entry; fault_busy held while a handler reads or closes them. */
-	int fault_fd, fault_watch;
+	/* Its page-fault events (faultregs.c): their fds in the runtime's table and their ring (none
+	 * while fault_ring is NULL), 1 + its watch-list entry (0: none); fault_busy held while a
+	 * handler reads or closes them. All zero in a new slot. */
+	int fault_fd[3];
+	unsigned fault_watch;
 	struct perf_event_mmap_page *fault_ring;
 	bool fault_tried;
 	_Atomic int fault_busy;
+	_Atomic uint64_t signal_ns; /* when it last entered a signal handler, ours or the program's */
 };
 int threads_init(void);
 struct rt_thread *threads_get(int tid);  /* find or create (handler side) */

@@ -94,6 +94,15 @@ fi
 expect_stat signal_storm_signal_first "$TMP/sigstorm-signal" faults_signal_first -gt 10000
 expect_stat signal_storm_signal_only "$TMP/sigstorm-signal" stacks_by_handler -eq 0
 
+# Faults the kernel takes for a system call through get_user_pages leave no perf record of their
+# own; each comes right after a write of the thread's to the same page that fltrace never saw (to a
+# page made read-only: its SIGSEGV handled), then the page dropped. Every one is the call's (origin
+# syscall), never taken for that write, whose perf record is the thread's newest (faultregs.c).
+for how in handler proc; do
+	FLTRACE_STACKS=$how same_output "gup_$how" "-L 8 -M 256" "$PROGS/gupfault" 200 &&
+		expect_stat "gup_${how}_in_call" "$TMP/gup_$how" faults_syscall -eq 200
+done
+
 # The program's own handlers run behind fltrace's entry: what it sees of them (sigaction's old
 # action, signal()'s answer, a one-shot handler reset, siginfo, a handler that moves its context
 # on) is what it sees natively, and the faults its handlers take keep their stacks.
