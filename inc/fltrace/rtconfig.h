@@ -32,7 +32,8 @@ struct rtconfig {
 	uint64_t spin_ns;          /* adaptive: how long a handler polls after a fault */
 	bool files_all;
 	bool stacks_signal; /* FLTRACE_STACKS=signal: every user-mode fault's stack by the stack signal */
-	bool stacks_proc;   /* FLTRACE_STACKS=proc: by the handler, registers from /proc only (no perf samples) */
+	bool stacks_proc;   /* FLTRACE_STACKS=proc: by the handler, registers from /proc only (no perf records) */
+	bool stacks_perf;   /* FLTRACE_STACKS=perf: ... from perf's records of every thread's faults */
 	bool allocs;
 	const char *keep_local;    /* --keep-local: "<executable>|<lo>-<hi>,..." (record sets it), or NULL */
 	uint64_t alloc_sample;     /* mean bytes between sampled small allocations, 0 = none */

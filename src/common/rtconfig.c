@@ -22,7 +22,7 @@ struct setting {
 
 static const char *const poll_words[] = { "percpu", "adaptive", "block", "spin", NULL };
 static const char *const files_words[] = { "mapped", "all", NULL };
-static const char *const stacks_words[] = { "handler", "signal", "proc", NULL };
+static const char *const stacks_words[] = { "handler", "signal", "proc", "perf", NULL };
 
 #define OFF(f) offsetof(struct rtconfig, f)
 static const struct setting settings[] = {
@@ -90,7 +90,7 @@ static int parse_words(const struct setting *s, const char *v, unsigned *out, st
 			return 0;
 		}
 	return refuse(err, s, v, "is not one of its values", s->words == poll_words ? "give percpu, adaptive, block or spin" :
-		      s->words == stacks_words ? "give handler, signal or proc" : "give mapped or all");
+		      s->words == stacks_words ? "give handler, signal, proc or perf" : "give mapped or all");
 }
 
 static int parse_one(const struct setting *s, const char *v, struct rtconfig *c, struct rtconfig_error *err)
@@ -120,6 +120,7 @@ static int parse_one(const struct setting *s, const char *v, struct rtconfig *c,
 		else if (s->off == OFF(stacks_signal)) {
 			c->stacks_signal = w == 1;
 			c->stacks_proc = w == 2;
+			c->stacks_perf = w == 3;
 		} else {
 			c->poll = (enum rtconfig_poll)w;
 		}

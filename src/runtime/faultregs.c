@@ -251,7 +251,7 @@ bool faultregs_take(struct rt_thread *t, int tid, uintptr_t page, struct fault_r
 		ok = ring_newest(t->fault_ring, &s) && sample_is_fault(&s, t, tid, page);
 		if (ok)
 			*out = (struct fault_regs){ .pc = s.pc, .sp = s.sp, .bp = s.bp, .cpu = (int)s.cpu };
-	} else if (!t->fault_tried) {
+	} else if ((t->fault_wanted || rt.cfg.fault_samples_all) && !t->fault_tried) {
 		watch_open(t, tid);
 	}
 	atomic_store(&t->fault_busy, 0);
@@ -263,7 +263,7 @@ void faultregs_forget(struct rt_thread *t)
 	while (!busy_take(t))
 		__builtin_ia32_pause();
 	watch_close(t);
-	t->fault_tried = false;
+	t->fault_wanted = t->fault_tried = false;
 	atomic_store(&t->fault_busy, 0);
 }
 

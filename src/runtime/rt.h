@@ -58,7 +58,8 @@ struct rt_config {
 	uint64_t spin_ns;    /* adaptive: poll this long after the last fault before blocking */
 	bool files_all;      /* --files=all: the loader's code and read-only data are traced too */
 	bool stacks_by_handler; /* FLTRACE_STACKS=handler (default): see handler_user_stack */
-	bool fault_samples;     /* ... with each fault's registers from its perf sample (faultregs.c); not =proc */
+	bool fault_samples;     /* ... with faults' registers from perf's records where needed (faultregs.c); not =proc */
+	bool fault_samples_all; /* ... for every thread (FLTRACE_STACKS=perf) */
 	bool allocs;         /* allocation sites are recorded (FLTRACE_ALLOCS, default on) */
 	const char *keep_local; /* --keep-local: FLTRACE_KEEP_LOCAL (in the environment), or NULL */
 	uint64_t alloc_sample; /* mean bytes between sampled small allocations, 0 = none */

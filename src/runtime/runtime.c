@@ -237,6 +237,7 @@ static void config_parse(struct rt_config *c)
 	c->files_all = rc.files_all;
 	c->stacks_by_handler = !rc.stacks_signal;
 	c->fault_samples = !rc.stacks_signal && !rc.stacks_proc;
+	c->fault_samples_all = rc.stacks_perf;
 	c->allocs = rc.allocs;
 	c->keep_local = rc.keep_local;
 	c->alloc_sample = rc.alloc_sample;

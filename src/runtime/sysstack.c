@@ -55,6 +55,7 @@ static struct {
 struct reader {
 	uint64_t pc, sp, fp;
 	bool have_fp, used_fp; /* rbp known; and read by the unwind (its stack depends on it) */
+	bool lacked_fp;        /* rbp asked for and not known */
 	bool lacked_reg; /* the unwind asked for a register the kernel does not show (the stack is then
 			  * not the one the thread would unwind itself) */
 	bool missed;     /* a page could not be read (a tracked page away, or none there) */
@@ -257,6 +258,7 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, in
 	}
 	else {
 		r->lacked_reg = true;
+		r->lacked_fp |= reg == UNW_X86_64_RBP;
 		return -UNW_EBADREG;
 	}
 	return 0;
@@ -332,6 +334,7 @@ struct frames {
 	bool in_place; /* its words can be checked by touching them (cache_words_hold) */
 	bool tracked;  /* ... and some are on tracked pages */
 	bool used_fp;  /* the unwind read rbp (given: NR_USER_FP): the entry is good for that rbp only */
+	bool lacked_fp; /* ... or needed it, not given */
 	uint64_t last_sp;
 	uint64_t ip[FRAMES_MAX], slot[FRAMES_MAX];
 	/* where each frame's rbp was saved, 0 if in no memory, and its value: a frame whose canonical
@@ -356,7 +359,7 @@ static void unwind_from(struct reader *r, struct frames *f, unsigned max)
 	f->in_place = false;
 	f->last_sp = r->sp;
 	r->lacked_reg = false;
-	r->used_fp = false;
+	r->used_fp = r->lacked_fp = false;
 	if (unw_init_remote(&cur, tls_as, r) < 0)
 		return;
 	int step = 0;
@@ -380,6 +383,7 @@ static void unwind_from(struct reader *r, struct frames *f, unsigned max)
 	f->broken = f->n < max && step < 0;
 	f->exact = !f->broken && !r->lacked_reg && f->n > 0;
 	f->used_fp = r->used_fp;
+	f->lacked_fp = r->lacked_fp;
 }
 
 static bool word_at(struct reader *r, uintptr_t addr, uint64_t *v)
@@ -693,6 +697,7 @@ bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, const uint64_t *fp,
 			  bool fresh_ok, struct user_unwind *u)
 {
 	u->fresh = true;
+	u->lacked_fp = false;
 	if (!sysstack_ready())
 		return false;
 	struct reader *r = tls_reader;
@@ -717,6 +722,7 @@ bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, const uint64_t *fp,
 		else
 			frames_mark_in_place(f, sp);
 	}
+	u->lacked_fp = !r->forked && f->lacked_fp;
 	if (r->forked || !f->exact)
 		return false;
 	unsigned d = f->n < max ? f->n : max;

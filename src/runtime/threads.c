@@ -68,6 +68,7 @@ struct rt_thread *threads_get(int tid)
 			atomic_store(&table[i].rseq_cpu, NULL);
 			table[i].rseq_untracked = 0;
 			table[i].stacks_reused = table[i].stacks_new = 0;
+			table[i].unwinds = table[i].unwinds_lacked_fp = 0;
 			if (atomic_compare_exchange_strong(&table[i].tid, &expected, tid))
 				return &table[i];
 			if (expected == tid)
@@ -85,6 +86,7 @@ void threads_forget_all(void)
 		table[i].procfd = -1; /* the parent's, in the parent's private fd table */
 		table[i].fault_ring = NULL; /* the parent's events, and their ring is not mapped here */
 		table[i].fault_watch = 0;
+		table[i].fault_wanted = table[i].fault_tried = false;
 		table[i].fault_tried = false;
 		atomic_store(&table[i].fault_busy, 0);
 		atomic_store(&table[i].state, REQ_IDLE);

@@ -39,6 +39,7 @@ struct rt_thread {
 	_Atomic(const uint32_t *) rseq_cpu;
 	int rseq_untracked;          /* the rseq area checked against tracked memory: 1 outside, -1 inside */
 	unsigned stacks_reused, stacks_new; /* its faults' stacks a handler found cached, or not (handler.c) */
+	unsigned unwinds, unwinds_lacked_fp; /* ... unwound from /proc's registers, and of those short of rbp */
 	_Atomic int signal_cpu;     /* the CPU of the poller that sent it its pending signal (-1: not a poller) */
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
 	_Atomic uint32_t call_stack; /* ... and the stack it was called with */
@@ -49,7 +50,7 @@ struct rt_thread {
 	int fault_fd[3];
 	unsigned fault_watch;
 	struct perf_event_mmap_page *fault_ring;
-	bool fault_tried;
+	bool fault_wanted, fault_tried; /* its stacks need them (handler.c); opening them was tried */
 	_Atomic int fault_busy;
 	_Atomic uint64_t signal_ns; /* when it last entered a signal handler, ours or the program's */
 };

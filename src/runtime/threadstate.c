@@ -109,6 +109,7 @@ int thread_syscall_state(struct rt_thread *t, int tid, struct syscall_state *s)
 		atomic_store(&t->rseq_cpu, NULL);
 		t->rseq_untracked = 0;
 		t->stacks_reused = t->stacks_new = 0;
+		t->unwinds = t->unwinds_lacked_fp = 0;
 		faultregs_forget(t);
 		sysstack_thread_gone();
 	}

@@ -129,13 +129,15 @@ done
 # fault's stack by the stack signal (FLTRACE_STACKS=signal), none read by the handler meanwhile.
 # "proc": read by the handler, but with the registers /proc shows (FLTRACE_STACKS=proc), not the
 # fault's perf sample.
-for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked O2-nosizes O0-signal O2-signal O2-fp-signal O2-proc O2-fp-proc; do
+# "perf": every thread's faults recorded by perf (FLTRACE_STACKS=perf), frame pointers or not.
+for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked O2-nosizes O0-signal O2-signal O2-fp-signal O2-proc O2-fp-proc O2-perf; do
 	dir=$TMP/stacks-$v
 	mkdir -p "$dir"
 	sizes="-L 64 -M 256" prog=${v%-blocked} how=handler
 	[ "$v" = O2-nosizes ] && sizes= prog=O2
 	[ "${v%-signal}" != "$v" ] && prog=${v%-signal} how=signal
 	[ "${v%-proc}" != "$v" ] && prog=${v%-proc} how=proc
+	[ "${v%-perf}" != "$v" ] && prog=${v%-perf} how=perf
 	FLTRACE_STACKS=$how timeout -k 10 "$HANG" "$FLTRACE" record $sizes -o "$dir" -- "$PROGS/stacks-$prog" \
 		$([ "${v%-blocked}" != "$v" ] && echo blocked) > /dev/null 2>&1
 	got=$(stacks_callsites "$dir")
@@ -146,26 +148,32 @@ for v in O0 O2 O2-fp O0-blocked O2-blocked O2-fp-blocked O2-nosizes O0-signal O2
 		expect_stat_key "stacks_by_handler_counted_$v" "$dir" stacks_by_handler
 		expect_stat "stacks_by_signal_only_$v" "$dir" stacks_by_handler -eq 0
 	fi
-	if [ $how != handler ]; then
+	if [ $how = signal ] || [ $how = proc ]; then
 		expect_stat_key "stacks_regs_counted_$v" "$dir" faults_regs_sampled
 		expect_stat "stacks_regs_from_proc_$v" "$dir" faults_regs_sampled -eq 0
 	fi
 done
-# With each fault's perf sample (its registers, rbp too, and its CPU) the handler reads every
-# stack but each thread's first fault's (before its event was open), frame pointers or not. From
-# /proc (two registers: pc and sp) it reads those of code without frame pointers (all but each
-# thread's first, whose stack signal tells where the thread runs: 151 of 180 here); code with frame
-# pointers needs rbp, and the stack signal takes those. Whole stacks, every frame, the same each way.
+# From /proc (two registers: pc and sp) the handler reads the stacks of code without frame pointers
+# (all but each thread's first, whose stack signal tells where the thread runs: 151 of 180 here).
+# Code built with -fno-omit-frame-pointer needs rbp at these faults: once half of a thread's
+# stacks have (after 64), its faults are recorded by perf (registers, rbp too, and CPU), and the
+# handler reads the rest; with FLTRACE_STACKS=perf from its second fault on. Whole stacks, every
+# frame, the same each way.
 if have_fault_samples; then
-	for v in O0 O2 O2-fp; do
-		expect_stat "stacks_regs_sampled_$v" "$TMP/stacks-$v" faults_regs_sampled -gt 100
-		expect_stat "stacks_by_handler_$v" "$TMP/stacks-$v" stacks_by_handler -gt 100
+	expect_stat stacks_regs_sampled_O2-fp "$TMP/stacks-O2-fp" faults_regs_sampled -gt 50
+	expect_stat stacks_by_handler_O2-fp "$TMP/stacks-O2-fp" stacks_by_handler -gt 50
+	expect_stat stacks_regs_sampled_O2-perf "$TMP/stacks-O2-perf" faults_regs_sampled -gt 100
+	expect_stat stacks_by_handler_O2-perf "$TMP/stacks-O2-perf" stacks_by_handler -gt 100
+	for v in O0 O2; do
+		expect_stat "stacks_regs_unneeded_$v" "$TMP/stacks-$v" faults_regs_sampled -eq 0
 	done
 else
 	skip stacks_regs_sampled "the kernel lets no process sample its page faults here (perf_event_paranoid)"
 fi
 if have_rseq; then
 	expect_stat stacks_by_handler_O2_proc "$TMP/stacks-O2-proc" stacks_by_handler -gt 100
+	expect_stat stacks_by_handler_O0 "$TMP/stacks-O0" stacks_by_handler -gt 100
+	expect_stat stacks_by_handler_O2 "$TMP/stacks-O2" stacks_by_handler -gt 100
 	expect_stat stacks_by_signal_O2_fp_proc "$TMP/stacks-O2-fp-proc" stacks_by_handler -eq 0
 else
 	skip stacks_by_handler_proc "glibc registers no rseq area here: every stack is the stack signal's"
@@ -184,9 +192,9 @@ for v in O0 O2 O2-fp; do
 	expect_eq "stacks_whole_same_$v" "every frame of every stack, by the handler and by the signal" \
 		"$(whole_stacks "$TMP/stacks-$v-signal" | sort)" "$(whole_stacks "$TMP/stacks-$v" | sort)"
 done
-for v in O2 O2-fp; do
-	expect_eq "stacks_whole_same_proc_$v" "every frame of every stack, registers from /proc and by the signal" \
-		"$(whole_stacks "$TMP/stacks-$v-signal" | sort)" "$(whole_stacks "$TMP/stacks-$v-proc" | sort)"
+for v in O2-proc O2-fp-proc O2-perf; do
+	expect_eq "stacks_whole_same_$v" "every frame of every stack, by the handler so and by the signal" \
+		"$(whole_stacks "$TMP/stacks-${v%-*}-signal" | sort)" "$(whole_stacks "$TMP/stacks-$v" | sort)"
 done
 
 # --- the cap, seen from outside: resident pages of registered memory never exceed -L ---

@@ -98,10 +98,13 @@ expect_stat signal_storm_signal_only "$TMP/sigstorm-signal" stacks_by_handler -e
 # own; each comes right after a write of the thread's to the same page that fltrace never saw (to a
 # page made read-only: its SIGSEGV handled), then the page dropped. Every one is the call's (origin
 # syscall), never taken for that write, whose perf record is the thread's newest (faultregs.c).
-for how in handler proc; do
+for how in handler proc perf; do
 	FLTRACE_STACKS=$how same_output "gup_$how" "-L 8 -M 256" "$PROGS/gupfault" 200 &&
 		expect_stat "gup_${how}_in_call" "$TMP/gup_$how" faults_syscall -eq 200
 done
+if have_fault_samples; then
+	expect_stat gup_perf_recorded "$TMP/gup_perf" faults_regs_sampled -gt 0
+fi
 
 # The program's own handlers run behind fltrace's entry: what it sees of them (sigaction's old
 # action, signal()'s answer, a one-shot handler reset, siginfo, a handler that moves its context
