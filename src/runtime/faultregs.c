@@ -1,5 +1,5 @@
-/* A program thread's page faults as the kernel samples them (perf events of its own, every fault):
- * the user registers at a fault, read by a handler in place of /proc/<tid>/syscall. Handlers only. */
+/* A program thread's page faults as the kernel records them (perf events of its own, every fault):
+ * the user registers at a fault, rbp among them, read by a handler in place of /proc. Handlers only. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -16,11 +16,11 @@
 #include "faultregs.h"
 #include "threads.h"
 
-/* Why: reading /proc/<tid>/syscall costs a handler 2.0 us a fault (the kernel waits there for the
- * thread to be off its CPU); the samples cost the faulting thread about 1 us in the kernel (a
- * stand-alone loop of first touches: 1.47 us a fault, 2.48 with these events) and the handler
- * 0.1 us to read. And they hold rbp, which /proc does not show: code built with frame pointers is
- * unwound by the handler too. */
+/* Why: they hold rbp, which /proc does not show: code built with frame pointers is unwound by the
+ * handler too, without the stack signal. Only for threads that need it (handler.c,
+ * handler_count_lacked_fp): reading the ring takes a handler 0.1 us against 2.0 for /proc, but the
+ * events cost the faulting thread 1 us a fault in the kernel (a stand-alone loop of first touches:
+ * 1.47 us a fault, 2.48 with them), more with its two context switches at each fault served. */
 #define RING_PAGES 1u   /* one data page: some 50 records; the ring is emptied at each message */
 #define RECORD_MAX 256u /* room kept free: a fuller ring may have dropped the newest record */
 #define WATCH_MAX 128u  /* threads watched at once (3 fds each, in the runtime's fd table) */
