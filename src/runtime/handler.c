@@ -321,10 +321,6 @@ static bool handler_user_stack(struct handler_ctx *ctx, struct rt_thread *t, int
 			       unsigned taken, const struct fault_regs *regs)
 {
 	const uint32_t *cpu_at = atomic_load_explicit(&t->rseq_cpu, memory_order_relaxed);
-	/* A thread that has taken a stack signal and told no rseq area (glibc's rseq off) learns its
-	 * CPU from its faults' perf records. */
-	if (!regs && !cpu_at && atomic_load(&t->signals_taken))
-		t->fault_wanted = rt.cfg.fault_samples;
 	if (!rt.cfg.stacks_by_handler || (!regs && !cpu_at))
 		return false;
 	if (!regs && !t->rseq_untracked) { /* a thread on a stack of the program's own making, from its heap */
@@ -344,7 +340,7 @@ static bool handler_user_stack(struct handler_ctx *ctx, struct rt_thread *t, int
 	 * the program's entry does not count: glibc's own, or a handler installed by a raw system call). */
 	whole = whole && (!ctx->user.fresh || still_in_state(t, tid, s));
 	rt_time_add(&rt.stats.time.unwind, t0);
-	if (!regs)
+	if (!regs && ctx->user.known)
 		handler_count_lacked_fp(t, ctx->user.lacked_fp);
 	whole = whole && !atomic_load(&t->busy) && atomic_load(&t->signals_taken) == taken;
 	/* Reused only where that spared the signal: a cached stack that needs rbp or holds fltrace's

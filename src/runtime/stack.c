@@ -269,6 +269,9 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	int cpu = sched_getcpu(), from = atomic_load_explicit(&t->signal_cpu, memory_order_relaxed);
 	atomic_store_explicit(&t->cpu, cpu, memory_order_relaxed);
 	threads_tell_rseq(t);
+	/* No rseq area to tell (glibc's rseq off): its faults' perf records tell handlers its CPU. */
+	if (!atomic_load_explicit(&t->rseq_cpu, memory_order_relaxed))
+		t->fault_wanted = rt.cfg.fault_samples;
 	/* Served by the poller of another CPU: the hand-off this design exists to avoid (stats). */
 	if (from >= 0 && from != cpu)
 		atomic_fetch_add_explicit(&rt.stats.signals_remote, 1, memory_order_relaxed);

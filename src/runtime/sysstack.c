@@ -697,7 +697,7 @@ bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, const uint64_t *fp,
 			  bool fresh_ok, struct user_unwind *u)
 {
 	u->fresh = true;
-	u->lacked_fp = false;
+	u->lacked_fp = u->known = false;
 	if (!sysstack_ready())
 		return false;
 	struct reader *r = tls_reader;
@@ -722,7 +722,8 @@ bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, const uint64_t *fp,
 		else
 			frames_mark_in_place(f, sp);
 	}
-	u->lacked_fp = !r->forked && f->lacked_fp;
+	u->known = !r->forked;
+	u->lacked_fp = u->known && f->lacked_fp;
 	if (r->forked || !f->exact)
 		return false;
 	unsigned d = f->n < max ? f->n : max;

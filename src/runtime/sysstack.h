@@ -21,6 +21,7 @@ struct user_unwind {
 	unsigned depth;
 	bool fresh, cut;
 	bool lacked_fp; /* not exact for want of rbp (fp NULL) */
+	bool known;     /* an unwind's result (cached or fresh) is in: lacked_fp says something */
 };
 bool sysstack_unwind_user(int tid, uint64_t pc, uint64_t sp, const uint64_t *fp, uint64_t *ips, unsigned max,
 			  bool fresh_ok, struct user_unwind *u);

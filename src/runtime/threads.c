@@ -87,7 +87,6 @@ void threads_forget_all(void)
 		table[i].fault_ring = NULL; /* the parent's events, and their ring is not mapped here */
 		table[i].fault_watch = 0;
 		table[i].fault_wanted = table[i].fault_tried = false;
-		table[i].fault_tried = false;
 		atomic_store(&table[i].fault_busy, 0);
 		atomic_store(&table[i].state, REQ_IDLE);
 		atomic_store(&table[i].busy, 0);

@@ -164,9 +164,12 @@ if have_fault_samples; then
 	expect_stat stacks_by_handler_O2-fp "$TMP/stacks-O2-fp" stacks_by_handler -gt 50
 	expect_stat stacks_regs_sampled_O2-perf "$TMP/stacks-O2-perf" faults_regs_sampled -gt 100
 	expect_stat stacks_by_handler_O2-perf "$TMP/stacks-O2-perf" stacks_by_handler -gt 100
-	for v in O0 O2; do
-		expect_stat "stacks_regs_unneeded_$v" "$TMP/stacks-$v" faults_regs_sampled -eq 0
-	done
+	# (without rseq, each thread's faults are recorded after its first stack signal: where it runs)
+	if have_rseq; then
+		for v in O0 O2; do
+			expect_stat "stacks_regs_unneeded_$v" "$TMP/stacks-$v" faults_regs_sampled -eq 0
+		done
+	fi
 else
 	skip stacks_regs_sampled "the kernel lets no process sample its page faults here (perf_event_paranoid)"
 fi
