@@ -10,6 +10,10 @@
 #include "fltrace/cpulist.h"
 
 enum rtconfig_poll { RTCONFIG_POLL_PERCPU, RTCONFIG_POLL_ADAPTIVE, RTCONFIG_POLL_BLOCK, RTCONFIG_POLL_SPIN };
+/* FLTRACE_STACKS: user-mode faults' stacks read by the handler where it can (registers from /proc,
+ * from perf's records for threads that need rbp), by the stack signal for every one, by the handler
+ * with /proc's registers only, or with perf's records for every thread. */
+enum rtconfig_stacks { RTCONFIG_STACKS_HANDLER, RTCONFIG_STACKS_SIGNAL, RTCONFIG_STACKS_PROC, RTCONFIG_STACKS_PERF };
 
 struct rtconfig {
 	uint64_t localmem, maxmem; /* bytes; maxmem >= localmem */
@@ -31,9 +35,7 @@ struct rtconfig {
 	enum rtconfig_poll poll;
 	uint64_t spin_ns;          /* adaptive: how long a handler polls after a fault */
 	bool files_all;
-	bool stacks_signal; /* FLTRACE_STACKS=signal: every user-mode fault's stack by the stack signal */
-	bool stacks_proc;   /* FLTRACE_STACKS=proc: by the handler, registers from /proc only (no perf records) */
-	bool stacks_perf;   /* FLTRACE_STACKS=perf: ... from perf's records of every thread's faults */
+	enum rtconfig_stacks stacks;
 	bool allocs;
 	const char *keep_local;    /* --keep-local: "<executable>|<lo>-<hi>,..." (record sets it), or NULL */
 	uint64_t alloc_sample;     /* mean bytes between sampled small allocations, 0 = none */

@@ -46,7 +46,7 @@ static const struct setting settings[] = {
 	{ FLTRACE_ENV_POLL, K_WORD, OFF(poll), false, RTCONFIG_POLL_PERCPU, 0, 0, poll_words },
 	{ FLTRACE_ENV_SPIN_US, K_U64, OFF(spin_ns), false, 100, 0, 1000000, NULL },
 	{ FLTRACE_ENV_FILES, K_WORD, OFF(files_all), false, 0, 0, 0, files_words },
-	{ FLTRACE_ENV_STACKS, K_WORD, OFF(stacks_signal), false, 0, 0, 0, stacks_words },
+	{ FLTRACE_ENV_STACKS, K_WORD, OFF(stacks), false, 0, 0, 0, stacks_words },
 	{ FLTRACE_ENV_ALLOCS, K_BOOL, OFF(allocs), false, 1, 0, 1, NULL },
 	{ FLTRACE_ENV_KEEP_LOCAL, K_PATH, OFF(keep_local), false, 0, 0, 0, NULL },
 	{ FLTRACE_ENV_ALLOC_SAMPLE, K_U64, OFF(alloc_sample), false, FLTRACE_DEFAULT_ALLOC_SAMPLE, 0,
@@ -117,13 +117,10 @@ static int parse_one(const struct setting *s, const char *v, struct rtconfig *c,
 			return -1;
 		if (s->off == OFF(files_all))
 			c->files_all = w == 1;
-		else if (s->off == OFF(stacks_signal)) {
-			c->stacks_signal = w == 1;
-			c->stacks_proc = w == 2;
-			c->stacks_perf = w == 3;
-		} else {
+		else if (s->off == OFF(stacks))
+			c->stacks = (enum rtconfig_stacks)w;
+		else
 			c->poll = (enum rtconfig_poll)w;
-		}
 		return 0;
 	case K_POLICY: {
 		char list[96];

@@ -235,9 +235,9 @@ static void config_parse(struct rt_config *c)
 	c->percpu = rc.poll == RTCONFIG_POLL_PERCPU;
 	c->spin_ns = rc.spin_ns;
 	c->files_all = rc.files_all;
-	c->stacks_by_handler = !rc.stacks_signal;
-	c->fault_samples = !rc.stacks_signal && !rc.stacks_proc;
-	c->fault_samples_all = rc.stacks_perf;
+	c->stacks_by_handler = rc.stacks != RTCONFIG_STACKS_SIGNAL;
+	c->fault_samples = rc.stacks == RTCONFIG_STACKS_HANDLER || rc.stacks == RTCONFIG_STACKS_PERF;
+	c->fault_samples_all = rc.stacks == RTCONFIG_STACKS_PERF;
 	c->allocs = rc.allocs;
 	c->keep_local = rc.keep_local;
 	c->alloc_sample = rc.alloc_sample;

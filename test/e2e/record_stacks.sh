@@ -98,7 +98,10 @@ expect_stat signal_storm_signal_only "$TMP/sigstorm-signal" stacks_by_handler -e
 # own; each comes right after a write of the thread's to the same page that fltrace never saw (to a
 # page made read-only: its SIGSEGV handled), then the page dropped. Every one is the call's (origin
 # syscall), never taken for that write, whose perf record is the thread's newest (faultregs.c).
-for how in handler proc perf; do
+# By default this program's registers come from /proc (it needs no rbp); with FLTRACE_STACKS=perf
+# from perf's records, whose rules must refuse the write's record (gup_perf_recorded: the records
+# were there to refuse, or the check proves nothing).
+for how in handler perf; do
 	FLTRACE_STACKS=$how same_output "gup_$how" "-L 8 -M 256" "$PROGS/gupfault" 200 &&
 		expect_stat "gup_${how}_in_call" "$TMP/gup_$how" faults_syscall -eq 200
 done

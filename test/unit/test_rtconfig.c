@@ -63,6 +63,7 @@ int main(void)
 	      c.handlers == 1 && !c.pinned && c.samplerate == 0 &&
 	      c.policy == fltrace_policy_find(FLTRACE_POLICY_DEFAULT) && c.stack_depth == FLTRACE_DEFAULT_STACK_DEPTH &&
 	      c.poll == RTCONFIG_POLL_PERCPU && c.spin_ns == 100000 && !c.files_all && c.allocs &&
+	      c.stacks == RTCONFIG_STACKS_HANDLER &&
 	      c.alloc_sample == FLTRACE_DEFAULT_ALLOC_SAMPLE && c.far == FLTRACE_BACKEND_mem && !c.far_arg &&
 	      c.far_latency_ns == 0, "defaults", d);
 
@@ -82,6 +83,18 @@ int main(void)
 	const char *block[] = { BASE, "FLTRACE_POLL=block", "FLTRACE_SPIN_US=70", "FLTRACE_FILES=mapped", NULL };
 	rc = parse(block, &c, &err);
 	check(rc == 0 && c.poll == RTCONFIG_POLL_BLOCK && c.spin_ns == 0 && !c.files_all, "block_never_polls", err.why);
+
+	static const struct { const char *env, *name; enum rtconfig_stacks want; } stacks[] = {
+		{ "FLTRACE_STACKS=handler", "stacks_handler", RTCONFIG_STACKS_HANDLER },
+		{ "FLTRACE_STACKS=signal", "stacks_signal", RTCONFIG_STACKS_SIGNAL },
+		{ "FLTRACE_STACKS=proc", "stacks_proc", RTCONFIG_STACKS_PROC },
+		{ "FLTRACE_STACKS=perf", "stacks_perf", RTCONFIG_STACKS_PERF },
+	};
+	for (unsigned i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++) {
+		const char *one[] = { BASE, stacks[i].env, NULL };
+		rc = parse(one, &c, &err);
+		check(rc == 0 && c.stacks == stacks[i].want, stacks[i].name, err.why);
+	}
 
 	const char *small_max[] = { "FLTRACE_LOCALMEM=8192", "FLTRACE_MAXMEM=4096", "FLTRACE_OUTDIR=/o", NULL };
 	rc = parse(small_max, &c, &err);
@@ -121,6 +134,7 @@ int main(void)
 	refused("poll_unknown", "FLTRACE_POLL=fast", "FLTRACE_POLL");
 	refused("spin_junk", "FLTRACE_SPIN_US=1.5", "FLTRACE_SPIN_US");
 	refused("files_unknown", "FLTRACE_FILES=some", "FLTRACE_FILES");
+	refused("stacks_unknown", "FLTRACE_STACKS=dwarf", "FLTRACE_STACKS");
 	refused("allocs_two", "FLTRACE_ALLOCS=2", "FLTRACE_ALLOCS");
 	refused("far_unknown", "FLTRACE_FAR=disk", "FLTRACE_FAR");
 	refused("far_file_without_dir", "FLTRACE_FAR=file", "FLTRACE_FAR");
