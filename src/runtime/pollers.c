@@ -13,11 +13,11 @@
  * (100 µs) without a fault they sleep in poll(), the others nap until a fault is routed to them
  * (poller_on_watch), at normal priority: a runnable SCHED_IDLE thread may wait seconds for a busy
  * CPU, and its process cannot exit or exec until it has (poller_policy). The backstop (-C normal
- * threads) ticks every BACKSTOP_TICK_NS until the pollers have all slept BACKSTOP_IDLE_NS: it
- * serves while faults wait and no poller takes them (every CPU busy), and gives SCHED_OTHER to a
- * poller stuck in the middle of a fault or starved while awake (pollers_boost_stuck). Nothing that
- * wakes a faulting thread is done under rt.lock (serve.c), and a poller holds its CPU at
- * SCHED_OTHER for long stretches under it (handler_hold_cpu).
+ * threads) ticks every 1-8 ms (backstop_next_tick) until the pollers have all slept
+ * BACKSTOP_IDLE_NS: it serves while faults wait and no poller takes them (every CPU busy), and
+ * gives SCHED_OTHER to a poller stuck in the middle of a fault or starved while awake
+ * (pollers_boost_stuck). Nothing that wakes a faulting thread is done under rt.lock (serve.c), and
+ * a poller holds its CPU at SCHED_OTHER for long stretches under it (handler_hold_cpu).
  * --poll adaptive|block|spin: -C handler threads, each reading every fault (the earlier designs). */
 #include <errno.h>
 #include <linux/futex.h>
@@ -43,7 +43,7 @@
 #define BACKSTOP_TICK_NS (1000 * 1000ull)
 #define STALL_BOOST_NS (200 * 1000ull)
 #define WATCH_NS (20 * 1000 * 1000ull) /* poller_on_watch */
-#define LEFT_NS (1000 * 1000ull)        /* poller_watch_left */
+#define LEFT_NS (100 * 1000ull)         /* poller_watch_left */
 
 /* Why the backstop gave a poller SCHED_OTHER (pollers_boost_stuck). */
 enum boost { BOOST_NONE, BOOST_STUCK, BOOST_STARVED };
@@ -62,10 +62,8 @@ struct poller {
 	struct handler_ctx *ctx;
 	_Atomic uint64_t busy_since; /* serving since (0: looking for work): the backstop's view */
 	_Atomic int boosted;         /* given SCHED_OTHER by the backstop: enum boost */
-	unsigned starved_ticks;      /* the backstop's: ticks in a row it was found starved */
 	bool idle_policy;            /* at SCHED_IDLE now (only while it polls: poller_policy) */
-	_Atomic uint64_t beat;       /* its loop's turns: the backstop tells a starved poller by it */
-	uint64_t beat_seen;          /* the backstop's: beat at its last tick */
+	_Atomic uint64_t turned_at;  /* its loop's last turn: the backstop tells a starved poller by it */
 	_Atomic bool asleep;         /* in poll() */
 	_Atomic unsigned queued;     /* slots holding a routed fault */
 	_Atomic uint32_t napping;    /* asleep on this word (a futex), not on the userfaultfd: off watch */
@@ -312,9 +310,14 @@ static void poller_serve(struct poller *p, const struct uffd_msg *m, int fd, boo
 /* A poller that routes a fault away and has served none of its own CPU's for LEFT_NS leaves watch:
  * the thread it watched has moved (the scheduler balances a lone thread between vCPUs every few
  * tens of ms). Watching on for WATCH_NS, it read that thread's faults first, routed each back, and
- * asleep in poll() was woken across vCPUs by each. GAPBS bfs serial, alternating, 3 runs each:
- * -L 140 8.50-8.70 s, 8.35-8.54 with this; -L 1000 (faults routed 16,400 -> 2,700)
- * 5.79-5.90, 5.77-5.79; python -L 170, bfs on 2 threads and fillscan on 8 the same. */
+ * asleep in poll() was woken across vCPUs by each. GAPBS bfs serial, alternating, 3 runs each: -L
+ * 140 8.50-8.70 s, 8.35-8.54 with this; -L 1000 (faults routed 16,400 -> 2,700) 5.79-5.90,
+ * 5.77-5.79; python -L 170, bfs on 2 threads and fillscan on 8 the same. LEFT_NS was 1 ms until
+ * 2026-12-07; 100 µs (as long as a poller spins by default), alternating 3 runs each, medians: make
+ * bench's bfs at -L 18 MB 3.29 -> 3.10 s (faults routed 12,800 -> 1,400, the spinning poller's CPU
+ * no longer interrupted by evictions' TLB flushes), fillscan at a quarter 1.46 -> 1.41, on 8
+ * threads 2.20 -> 2.12, GAPBS bfs serial -L 1000 5.60 -> 5.52, python -L 170 3.30 -> 3.24, the rest
+ * the same. */
 static void poller_watch_left(struct poller *p)
 {
 	uint64_t until = atomic_load_explicit(&p->watch_until, memory_order_relaxed);
@@ -416,8 +419,8 @@ static void *poller_main(void *arg)
 	atomic_fetch_add(&hd.started, 1);
 	pollers_pin(p->cpu);
 	for (;;) {
-		atomic_fetch_add_explicit(&p->beat, 1, memory_order_relaxed);
 		uint64_t now = rt_mono_ns();
+		atomic_store_explicit(&p->turned_at, now, memory_order_relaxed);
 		poller_unboost(p);
 		if (poller_work(p, now))
 			continue;
@@ -467,10 +470,13 @@ static bool pollers_all_asleep(void)
 /* A poller stuck, given SCHED_OTHER until it is done (poller_unboost): one in the middle of a fault
  * for longer than STALL_BOOST_NS was preempted there by a program thread and, at SCHED_IDLE, would
  * wait for its CPU as long as that stays busy, with rt.lock or a thread's fault in its hands; one
- * awake that has not turned its loop for STARVED_TICKS ticks is starved, and would keep its
- * process from exiting (a SCHED_IDLE thread runnable behind the program's own thread on its CPU
- * is what the design wants, and a boost every tick cost that thread its CPU each ms). */
-#define STARVED_TICKS 50
+ * awake that has not turned its loop for STARVED_NS is starved, and would keep its process from
+ * exiting (a SCHED_IDLE thread runnable behind the program's own thread on its CPU is what the
+ * design wants, and a boost every tick cost that thread its CPU each ms). One awake that has not
+ * turned for SLOW_NS (a turn takes microseconds; its longest wait awake, for follow-ups, 1 ms) gets
+ * no CPU: the backstop then ticks fast. */
+#define STARVED_NS (50 * 1000 * 1000ull)
+#define SLOW_NS (2 * 1000 * 1000ull)
 static void pollers_boost(struct poller *p, enum boost why)
 {
 	atomic_store(&p->boosted, why);
@@ -479,27 +485,30 @@ static void pollers_boost(struct poller *p, enum boost why)
 					  memory_order_relaxed);
 }
 
-static void pollers_boost_stuck(uint64_t now, bool tick)
+/* Returns whether a poller is boosted (now or still from before), stuck or getting no CPU: the
+ * backstop then ticks fast. */
+static bool pollers_boost_stuck(uint64_t now)
 {
+	bool any = false;
 	for (unsigned i = 0; i < hd.npollers; i++) {
 		struct poller *p = &hd.pollers[i];
-		if (atomic_load(&p->boosted))
+		if (atomic_load(&p->boosted)) {
+			any = true;
 			continue;
+		}
+		/* Both may be later than `now`, read before: the poller took a fault, or turned, just now. */
 		uint64_t since = atomic_load_explicit(&p->busy_since, memory_order_relaxed);
-		uint64_t beat = atomic_load_explicit(&p->beat, memory_order_relaxed);
-		/* `since` may be later than `now`, read before: a fault the poller took just now. */
+		uint64_t turned = atomic_load_explicit(&p->turned_at, memory_order_relaxed);
+		uint64_t idle = !since && turned && !atomic_load(&p->asleep) && now > turned ? now - turned : 0;
 		if (since && now > since && now - since >= STALL_BOOST_NS)
 			pollers_boost(p, BOOST_STUCK);
-		else if (!since && tick && !atomic_load(&p->asleep) && beat == p->beat_seen) {
-			if (++p->starved_ticks >= STARVED_TICKS) {
-				p->starved_ticks = 0;
-				pollers_boost(p, BOOST_STARVED);
-			}
-		} else if (tick)
-			p->starved_ticks = 0;
-		if (tick)
-			p->beat_seen = beat;
+		else if (idle >= STARVED_NS)
+			pollers_boost(p, BOOST_STARVED);
+		else if (idle < SLOW_NS)
+			continue;
+		any = true;
 	}
+	return any;
 }
 
 /* Before the process exits: its pollers at SCHED_OTHER, so that they run to their end at once. */
@@ -547,6 +556,18 @@ static bool backstop_due(struct backstop_wait *w, uint64_t now)
 	return now - w->since >= BACKSTOP_GRACE_NS;
 }
 
+/* Faults wait and pollers take them slowly (their CPUs are busy with other threads, the pollers
+ * get the scraps a SCHED_IDLE thread gets): one waits still after the grace and no poller took any
+ * meanwhile. A fault that waits on a quiet machine is read within microseconds. */
+static bool pollers_slow(void)
+{
+	if (!pollers_work_waiting())
+		return false;
+	uint64_t polled = atomic_load_explicit(&hd.polled, memory_order_relaxed);
+	pollers_sleep_ns(BACKSTOP_GRACE_NS);
+	return atomic_load_explicit(&hd.polled, memory_order_relaxed) == polled && pollers_work_waiting();
+}
+
 /* Faults wait and no poller takes them: the pollers on watch may all be on busy CPUs while a
  * napping one has an idle CPU. Woken, it reads the next faults (and is on watch once it serves one
  * of its own CPU). */
@@ -585,7 +606,7 @@ static void backstop_serve(struct handler_ctx *ctx)
 		if (n > 0 || got)
 			served_in_tick = true;
 		if (now >= check_at) {
-			pollers_boost_stuck(now, true);
+			pollers_boost_stuck(now);
 			if (!served_in_tick)
 				return;
 			served_in_tick = false;
@@ -604,7 +625,7 @@ static void backstop_serve(struct handler_ctx *ctx)
 	}
 }
 
-/* The backstop (-C of them, normal priority): while pollers poll, it looks every BACKSTOP_TICK_NS
+/* The backstop (-C of them, normal priority): while pollers poll, it looks at every tick (1-8 ms)
  * for faults that waited a whole tick without a poller taking any (then it serves), and for a
  * poller stuck in the middle of a fault (then it boosts it). Once every poller has slept for
  * BACKSTOP_IDLE_NS (the program stopped faulting) it sleeps with them in poll(), woken by the same
@@ -614,28 +635,58 @@ static void backstop_serve(struct handler_ctx *ctx)
  * normal priority until it has read. Between bursts of faults (GAPBS bfs: 30,000 of its 105,709
  * came after the pollers had gone to sleep) it keeps ticking instead. */
 #define BACKSTOP_IDLE_NS (10 * 1000 * 1000ull)
+/* The tick stretches, doubling up to BACKSTOP_TICK_MAX_NS, while the backstop finds nothing to do
+ * at it, and is back to BACKSTOP_TICK_NS as soon as it finds a poller to boost, one awake getting
+ * no CPU, faults to serve, or faults the pollers are slow to take (a busy machine shows one at
+ * nearly every tick), and when faults wake it from its sleep. Each tick runs the backstop on some
+ * CPU in the program's address space, and an eviction's TLB flush meanwhile must interrupt that CPU
+ * too: a cross-vCPU interrupt the flush waits for, tens of µs here, where a CPU left idle is
+ * skipped (its TLB is flushed when it next runs the process). At 1 ms, a serial bfs at a quarter of
+ * its peak took 5,400 such interrupts, at 16 ms 1,100, and its eviction cost 1.80 µs a fault
+ * against 1.31 (2026-12-07). Alternating 3 runs each, tick 1 / 4 / 16 ms, medians: make bench's bfs
+ * at -L 18 MB 3.01 / 2.92 / 2.83 s, GAPBS bfs serial -L 140 7.02 / 6.94 / 6.87, fillscan on 8
+ * threads at a quarter 2.32 / 2.18 / 2.14, bfs on 2 threads 3.36 / 3.29 / 3.25, python -L 170 3.34
+ * / 3.19 / 3.10; 8 ms keeps most of that. The cost: after each stretch of 7 ms in which the
+ * backstop found nothing to do, the first fault or event that waits for a poller whose CPU another
+ * thread has taken since (a loaded machine), or a poller stuck meanwhile, waits up to
+ * BACKSTOP_TICK_MAX_NS for the backstop, not 1 ms. */
+#define BACKSTOP_TICK_MAX_NS (8 * 1000 * 1000ull)
+static uint64_t backstop_next_tick(uint64_t tick, bool busy)
+{
+	if (busy)
+		return BACKSTOP_TICK_NS;
+	return tick < BACKSTOP_TICK_MAX_NS / 2 ? tick * 2 : BACKSTOP_TICK_MAX_NS;
+}
+
 static void *backstop_main(void *arg)
 {
 	handler_thread_enter();
 	struct handler_ctx *ctx = handler_ctx_new();
 	atomic_store(&hd.tids[(uintptr_t)arg % RT_MAX_HANDLERS], rt_gettid());
 	atomic_fetch_add(&hd.started, 1);
-	uint64_t seen = atomic_load(&hd.polled), asleep_since = 0;
+	uint64_t seen = atomic_load(&hd.polled), asleep_since = 0, tick = BACKSTOP_TICK_NS;
 	for (;;) {
 		uint64_t now = rt_mono_ns();
 		if (!pollers_all_asleep() || handler_ctx_waiting(ctx))
 			asleep_since = 0;
 		else if (!asleep_since)
 			asleep_since = now;
-		else if (now - asleep_since >= BACKSTOP_IDLE_NS && pollers_block(200) > 0)
+		else if (now - asleep_since >= BACKSTOP_IDLE_NS && pollers_block(200) > 0) {
 			asleep_since = 0; /* woken with the pollers by a fault: tick again (a time-out: sleep on) */
-		pollers_sleep_ns(BACKSTOP_TICK_NS);
-		pollers_boost_stuck(rt_mono_ns(), true);
+			tick = BACKSTOP_TICK_NS;
+		}
+		pollers_sleep_ns(tick);
+		bool busy = pollers_boost_stuck(rt_mono_ns());
 		uint64_t polled = atomic_load(&hd.polled);
-		if (polled == seen && pollers_work_waiting())
+		if (polled == seen && pollers_work_waiting()) {
 			backstop_serve(ctx);
+			busy = true;
+		} else if (!busy) {
+			busy = pollers_slow();
+		}
 		seen = atomic_load(&hd.polled);
 		handler_tend(ctx);
+		tick = backstop_next_tick(tick, busy || handler_ctx_waiting(ctx));
 	}
 	return NULL;
 }
