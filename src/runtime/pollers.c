@@ -557,15 +557,16 @@ static bool backstop_due(struct backstop_wait *w, uint64_t now)
 }
 
 /* Faults wait and pollers take them slowly (their CPUs are busy with other threads, the pollers
- * get the scraps a SCHED_IDLE thread gets): one waits still after the grace and no poller took any
- * meanwhile. A fault that waits on a quiet machine is read within microseconds. */
+ * get the scraps a SCHED_IDLE thread gets): faults found waiting are due after the grace (no
+ * poller took any meanwhile). A fault that waits on a quiet machine is read within microseconds. */
 static bool pollers_slow(void)
 {
-	if (!pollers_work_waiting())
-		return false;
-	uint64_t polled = atomic_load_explicit(&hd.polled, memory_order_relaxed);
+	struct backstop_wait wait = { 0 };
+	backstop_due(&wait, rt_mono_ns());
+	if (!wait.since)
+		return false; /* nothing waits */
 	pollers_sleep_ns(BACKSTOP_GRACE_NS);
-	return atomic_load_explicit(&hd.polled, memory_order_relaxed) == polled && pollers_work_waiting();
+	return backstop_due(&wait, rt_mono_ns());
 }
 
 /* Faults wait and no poller takes them: the pollers on watch may all be on busy CPUs while a
