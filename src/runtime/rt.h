@@ -243,5 +243,9 @@ void rt_sort_u32(uint32_t *v, size_t n);
  * the process ends when the program's last thread does; fn's return parks the thread for good.
  * `name` (15 bytes at most, the kernel's limit) is what ps and perf show. */
 int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *name);
+/* sigprocmask/pthread_sigmask called on a thread of ours (by libunwind, around each of its locks):
+ * done from the mask the thread is known to have, without a system call where it changes nothing.
+ * False on a program thread, or for an invalid `how` (the caller makes the real call). */
+bool rt_own_thread_sigmask(int how, const sigset_t *set, sigset_t *old);
 
 #endif

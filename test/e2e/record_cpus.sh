@@ -43,7 +43,10 @@ fi
 # fltrace_threads_within NAME TASKS CPULIST: every fltrace thread in the tasks file (cpuhop's
 # TASKS_FILE) may run only on CPULIST and last ran there; the pollers are there at all, and each
 # of fltrace's threads is named for its work (a name of 16 bytes or more was once refused, and the
-# backstop went by the fd keeper's name).
+# backstop went by the fd keeper's name). Each blocks every signal the program could send it but
+# glibc's two of its own (set*id's must reach it): libunwind, unwinding the program's stacks on a
+# poller, once left the stack signal unblocked there (the wrapper of sigprocmask took it out of
+# every mask asked for, as it does for the program's threads).
 fltrace_threads_within() {
 	local name=$1 tasks=$2 want=$3
 	python3 - "$tasks" "$want" <<'PY' && pass "$name" || fail "$name" "$(cat "$tasks.why" 2>/dev/null)"
@@ -57,13 +60,17 @@ def cpus(s):
 want = cpus(sys.argv[2])
 bad, pollers, names = [], 0, []
 for line in open(sys.argv[1]):
-    comm, allowed, last = line.split()
+    comm, allowed, last, blocked = line.split()
     if not comm.startswith("fltrace-"):
         continue
     pollers += comm == "fltrace-poller"
     names.append(comm)
     if not cpus(allowed) <= want or int(last) not in want:
         bad.append(line.strip())
+    # SIGKILL and SIGSTOP cannot be blocked; glibc never blocks SIGCANCEL (32) nor SIGSETXID (33)
+    unblockable = sum(1 << (s - 1) for s in (9, 19, 32, 33))
+    if int(blocked, 16) | unblockable != (1 << 64) - 1 or int(blocked, 16) & (1 << 32):
+        bad.append("signals not blocked: " + line.strip())
 known = {"fltrace-poller", "fltrace-backstp", "fltrace-handler", "fltrace-fds", "fltrace-stats"}
 unknown = sorted(set(names) - known)
 if unknown or names.count("fltrace-fds") != 1 or names.count("fltrace-stats") != 1 or \

@@ -4,8 +4,9 @@
  *   pin    each thread pins itself to one CPU it may use (round robin)
  *   hop    each thread moves itself to the next CPU it may use every 16 pages
  *   midrun halfway through the fill, every thread moves itself to the last CPU it may use
- * With TASKS_FILE, the threads of the process (as /proc lists them: name, the CPUs each may use and
- * the one it last ran on) are written there at the end, for the test to check fltrace's own threads.
+ * With TASKS_FILE, the threads of the process (as /proc lists them: name, the CPUs each may use, the
+ * one it last ran on and the signals it blocks) are written there at the end, for the test to check
+ * fltrace's own threads.
  * Its output must not change under tracing. */
 #include <dirent.h>
 #include <pthread.h>
@@ -64,7 +65,7 @@ static void *work(void *arg)
 	return NULL;
 }
 
-/* name, Cpus_allowed_list and the last CPU of every thread of this process, one line each. */
+/* name, Cpus_allowed_list, the last CPU and SigBlk of every thread of this process, one line each. */
 static void write_tasks(const char *path)
 {
 	FILE *out = fopen(path, "w");
@@ -77,7 +78,7 @@ static void write_tasks(const char *path)
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
-		char p[300], comm[64] = "", line[4096], allowed_list[256] = "";
+		char p[300], comm[64] = "", line[4096], allowed_list[256] = "", blocked[64] = "-";
 		snprintf(p, sizeof(p), "/proc/self/task/%s/comm", e->d_name);
 		FILE *f = fopen(p, "r");
 		if (f && fgets(comm, sizeof(comm), f))
@@ -86,9 +87,11 @@ static void write_tasks(const char *path)
 			fclose(f);
 		snprintf(p, sizeof(p), "/proc/self/task/%s/status", e->d_name);
 		if ((f = fopen(p, "r"))) {
-			while (fgets(line, sizeof(line), f))
+			while (fgets(line, sizeof(line), f)) {
+				sscanf(line, "SigBlk: %63s", blocked);
 				if (sscanf(line, "Cpus_allowed_list: %255s", allowed_list) == 1)
 					break;
+			}
 			fclose(f);
 		}
 		int last = -1;
@@ -103,7 +106,7 @@ static void write_tasks(const char *path)
 			}
 			fclose(f);
 		}
-		fprintf(out, "%s %s %d\n", comm, allowed_list, last);
+		fprintf(out, "%s %s %d %s\n", comm, allowed_list, last, blocked);
 	}
 	closedir(d);
 	fclose(out);
