@@ -19,6 +19,7 @@
  * only frees of a recorded pointer (or one hashed with it) look the table up. */
 #define ALLOCS_TABLE (1u << 20)    /* slots, power of two */
 #define ALLOCS_FILTER (1u << 22)   /* 16-bit counters, power of two */
+#define FILTER_PAGE_COUNTERS 2048  /* in a 4 KiB page */
 #define SLOT_FREE 0
 #define SLOT_GONE 1                /* a removed key: probing goes on past it */
 
@@ -33,6 +34,10 @@ static struct {
 	uintptr_t *table;
 	uint32_t used, gone;
 	_Atomic uint16_t *filter;
+	/* A bit per page of the filter: set once a counter there counted anything. The filter's
+	 * pages a free hashes to are read only where a bit says so: 4,000 pages, hashed at random,
+	 * whose every first read was a fault (1,300 in a python run of 5,500 faults at ample -L). */
+	_Atomic uint64_t filter_used[ALLOCS_FILTER / FILTER_PAGE_COUNTERS / 64];
 } al = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static __thread uint64_t tls_rand;
@@ -59,6 +64,7 @@ int allocs_init(uint64_t sample_bytes, bool on)
 		return 0;
 	al.table = rt_map(ALLOCS_TABLE * sizeof(uintptr_t));
 	al.filter = rt_map(ALLOCS_FILTER * sizeof(uint16_t));
+	memset(al.filter_used, 0, sizeof(al.filter_used)); /* a fork child's filter starts empty */
 	/* Pages get their first allocation recorded whenever small ones are recorded at all. The
 	 * map is touched only where the heap lies: a few KiB for a GiB of heap. */
 	if (sample_bytes)
@@ -123,7 +129,9 @@ static bool table_insert(uintptr_t p)
 		al.gone--;
 	al.table[i] = p;
 	al.used++;
-	atomic_fetch_add(&al.filter[filter_index(p)], 1);
+	uint32_t f = filter_index(p);
+	atomic_fetch_or(&al.filter_used[f / FILTER_PAGE_COUNTERS / 64], 1ull << (f / FILTER_PAGE_COUNTERS % 64));
+	atomic_fetch_add(&al.filter[f], 1);
 	return true;
 }
 
@@ -261,7 +269,12 @@ void allocs_heap_free_slow(void *p)
 
 bool allocs_maybe_recorded(const void *p)
 {
-	return al.on && p && atomic_load_explicit(&al.filter[filter_index((uintptr_t)p)], memory_order_relaxed);
+	if (!al.on || !p)
+		return false;
+	uint32_t f = filter_index((uintptr_t)p);
+	uint64_t used = atomic_load_explicit(&al.filter_used[f / FILTER_PAGE_COUNTERS / 64], memory_order_relaxed);
+	return (used >> (f / FILTER_PAGE_COUNTERS % 64) & 1) &&
+	       atomic_load_explicit(&al.filter[f], memory_order_relaxed);
 }
 
 void allocs_note_map(uintptr_t p, size_t len, unsigned kind, const void *caller)
