@@ -35,7 +35,7 @@ static struct {
 	uint32_t used, gone;
 	_Atomic uint16_t *filter;
 	/* A bit per page of the filter: set once a counter there counted anything. The filter's
-	 * pages a free hashes to are read only where a bit says so: 4,000 pages, hashed at random,
+	 * pages a free hashes to are read only where a bit says so: 2,048 pages, hashed at random,
 	 * whose every first read was a fault (1,300 in a python run of 5,500 faults at ample -L). */
 	_Atomic uint64_t filter_used[ALLOCS_FILTER / FILTER_PAGE_COUNTERS / 64];
 } al = { .lock = PTHREAD_MUTEX_INITIALIZER };

@@ -24,9 +24,21 @@ static uint64_t own_signal_mask(void)
 	return ~0ull & ~(1ull << (GLIBC_SIGSETXID - 1));
 }
 
-/* The signal mask of this thread if it is one of ours (set by own_main, changed only by
- * rt_own_thread_sigmask), else 0: ours block nearly every signal, none blocks none. */
+/* Whether this thread is one of ours, and its signal mask as the kernel keeps it (set by own_main,
+ * changed only by rt_own_thread_sigmask: rt_lock masks no signals on our threads). */
+static __thread bool tls_own;
 static __thread uint64_t tls_own_mask;
+
+/* What the kernel keeps of a mask asked for: it never blocks SIGKILL or SIGSTOP. */
+static uint64_t kernel_mask(uint64_t m)
+{
+	return m & ~(1ull << (SIGKILL - 1) | 1ull << (SIGSTOP - 1));
+}
+
+bool rt_own_thread(void)
+{
+	return tls_own;
+}
 
 /* libunwind blocks every signal around each lock it takes (its memory pools, the dynamic-info
  * list), two rt_sigprocmask calls each time: 17 calls a fault for a handler thread unwinding
@@ -37,7 +49,7 @@ static __thread uint64_t tls_own_mask;
 bool rt_own_thread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	uint64_t now = tls_own_mask, want = now, s = 0;
-	if (!now)
+	if (!tls_own)
 		return false;
 	if (set) {
 		memcpy(&s, set, sizeof(s));
@@ -50,7 +62,7 @@ bool rt_own_thread_sigmask(int how, const sigset_t *set, sigset_t *old)
 			want = s;
 		else
 			return false;
-		want &= ~(1ull << (SIGKILL - 1) | 1ull << (SIGSTOP - 1));
+		want = kernel_mask(want);
 	}
 	if (want != now) {
 		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &want, NULL, sizeof(want));
@@ -108,7 +120,8 @@ static void *own_main(void *p)
 	 * is none of their business either. */
 	uint64_t mask = own_signal_mask();
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, 8);
-	tls_own_mask = mask;
+	tls_own_mask = kernel_mask(mask);
+	tls_own = true;
 	fn(arg);
 	own_park();
 }

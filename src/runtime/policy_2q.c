@@ -57,7 +57,8 @@ static int twoq_init(const struct policy_limits *lim)
 /* True if `page` left the short FIFO within the ghost span; forgets it. Before the first page
  * leaves, there is no ghost to find: the table (8 MB at -L 4096) is not read, and a run that never
  * evicts never touches it (each first read of one of its pages was a fault: 2,000 in a python run
- * of 5,500 faults). The count wraps at 2^32: that one page-in goes to the short FIFO, as in fifo. */
+ * of 5,500 faults). The count wraps at 2^32: the page-ins until the next eviction then go to the
+ * short FIFO, as in fifo. */
 static bool ghost_take(uintptr_t page)
 {
 	if (!q2.evicted)

@@ -247,5 +247,6 @@ int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
  * done from the mask the thread is known to have, without a system call where it changes nothing.
  * False on a program thread, or for an invalid `how` (the caller makes the real call). */
 bool rt_own_thread_sigmask(int how, const sigset_t *set, sigset_t *old);
+bool rt_own_thread(void); /* the calling thread is one of fltrace's (rt_thread_create) */
 
 #endif

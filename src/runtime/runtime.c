@@ -38,13 +38,14 @@ static bool early_done;
  * memory (the heap it counts into; with --files=all its own code), which no handler can serve
  * without that lock: the thread waits in its fault for a handler that waits for its lock (sigalarm
  * at -L 1 hung so in 3 runs of 4 under load). So a program thread holding it takes no signals
- * (delivered at rt_unlock): two rt_sigprocmask calls per lock, in mmap-family wrappers only. */
+ * (delivered at rt_unlock): two rt_sigprocmask calls per lock, in mmap-family wrappers only. Our
+ * own threads take none of the program's signals anyway, and keep their mask as they know it. */
 static __thread uint64_t tls_lock_saved_mask;
 static __thread bool tls_lock_masked;
 
 static void rt_lock_mask_signals(void)
 {
-	if (handler_is_current_thread() || tls_lock_masked)
+	if (handler_is_current_thread() || tls_lock_masked || rt_own_thread())
 		return;
 	uint64_t all = ~0ull;
 	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &tls_lock_saved_mask, 8);
