@@ -308,16 +308,6 @@ static void handler_count_lacked_fp(struct rt_thread *t, bool lacked)
 	}
 }
 
-/* A user-mode fault's stack read here while its thread sleeps, instead of by the stack signal: the
- * signal's delivery, its frame (with the AVX-512 state) and sigreturn cost the thread more than an
- * unwind here of a stack seen before (0.3-1.5 us a fault: its words checked in place).
- * FLTRACE_STACKS=signal against this, alternating (04:38 UTC, 2 runs each): GAPBS bfs serial
- * -L 1000 5.87-5.89 -> 5.62-5.63 s, -L 140 8.81-8.82 -> 8.08-8.14, python -L 1000 2.57 -> 2.44,
- * -L 170 5.70-6.09 -> 5.12-5.23. Only where the unwind is the signal's
- * own (sysstack_unwind_user), and where the thread's CPU can be read without the signal (its rseq
- * area, told at its first stack signal: the signal is what kept rt_thread.cpu, by which faults are
- * routed, current). Not after a signal of the program's took the thread out of its fault meanwhile
- * (its stack may have moved on): the stack signal then, as before. */
 /* The thread's rseq area, NULL if unknown or on tracked memory (a thread on a stack of the program's
  * own making, from its heap: a handler must not fault on it). */
 static const uint32_t *handler_rseq_cpu(struct rt_thread *t)
@@ -340,21 +330,50 @@ static void handler_note_cpu(struct rt_thread *t, int cpu)
 	}
 }
 
-/* Where a thread whose fault is not recorded (past -S's rate) runs, from its rseq area: nothing else
- * tells it (no stack signal, no stack read here), and faults routed to a CPU it had left were served
- * across vCPUs until its next recorded one (python at -S 1: 1 run in 3 took 0.19-0.21 s against
- * 0.09, each of its 5,400 faults served by the other vCPU's poller; always 0.09 pinned). Read with
- * process_vm_readv: no state read says the thread is still alive, and one that left its fault and
- * ended may have its memory unmapped. */
-static void handler_unrecorded_cpu(struct rt_thread *t)
+/* Four bytes of the program's memory not known to be mapped still, read as sysstack.c reads stacks:
+ * process_vm_readv (an unmapped page fails it), under rt.lock, never on a tracked page away (the
+ * read would wait in a fault for this very handler). */
+static bool handler_peek_u32(uintptr_t addr, uint32_t *v)
 {
-	const uint32_t *cpu_at = handler_rseq_cpu(t);
+	if (!handler_lock())
+		return false;
+	uint32_t *pg = region_page(addr);
+	bool ok = !pg || pg_state(*pg) == PAGE_PRESENT;
+	struct iovec here = { v, sizeof(*v) }, there = { (void *)addr, sizeof(*v) };
+	ok = ok && syscall(SYS_process_vm_readv, rt.pid, &here, 1, &there, 1, 0) == (long)sizeof(*v);
+	rt_unlock();
+	return ok;
+}
+
+/* Where a thread whose fault is not recorded (past -S's rate) runs: nothing else tells it (no stack
+ * signal, no stack read here), and faults routed to a CPU it had left were served across vCPUs until
+ * its next recorded one (python at -S 1: 4 runs of 12 took 0.10-0.24 s against 0.08-0.09, in one
+ * each of its 5,400 faults served by the other vCPU's poller; 12 of 12 at 0.09 with this). From the
+ * fault's perf sample where the thread has them, else from its rseq area at every 8th such fault:
+ * no state read says the thread is still alive (its id may be another thread's by now, its area
+ * unmapped or the program's memory again). */
+static void handler_unrecorded_cpu(struct rt_thread *t, const struct fault_regs *regs)
+{
+	if (regs) {
+		handler_note_cpu(t, regs->cpu);
+		return;
+	}
+	const uint32_t *cpu_at = t->unrecorded++ % 8 ? NULL : handler_rseq_cpu(t);
 	uint32_t cpu;
-	struct iovec here = { &cpu, sizeof(cpu) }, there = { (void *)cpu_at, sizeof(cpu) };
-	if (cpu_at && syscall(SYS_process_vm_readv, rt.pid, &here, 1, &there, 1, 0) == (long)sizeof(cpu))
+	if (cpu_at && handler_peek_u32((uintptr_t)cpu_at, &cpu))
 		handler_note_cpu(t, (int)cpu);
 }
 
+/* A user-mode fault's stack read here while its thread sleeps, instead of by the stack signal: the
+ * signal's delivery, its frame (with the AVX-512 state) and sigreturn cost the thread more than an
+ * unwind here of a stack seen before (0.3-1.5 us a fault: its words checked in place).
+ * FLTRACE_STACKS=signal against this, alternating (04:38 UTC, 2 runs each): GAPBS bfs serial
+ * -L 1000 5.87-5.89 -> 5.62-5.63 s, -L 140 8.81-8.82 -> 8.08-8.14, python -L 1000 2.57 -> 2.44,
+ * -L 170 5.70-6.09 -> 5.12-5.23. Only where the unwind is the signal's
+ * own (sysstack_unwind_user), and where the thread's CPU can be read without the signal (its rseq
+ * area, told at its first stack signal: the signal is what kept rt_thread.cpu, by which faults are
+ * routed, current). Not after a signal of the program's took the thread out of its fault meanwhile
+ * (its stack may have moved on): the stack signal then, as before. */
 static bool handler_user_stack(struct handler_ctx *ctx, struct rt_thread *t, int tid, const struct syscall_state *s,
 			       unsigned taken, const struct fault_regs *regs)
 {
@@ -413,8 +432,6 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	if (busy && t && !holder && handler_request_open(tid, addr, since, rt_mono_ns()))
 		return false;
 	bool record = sample_take();
-	if (!record && t && !busy)
-		handler_unrecorded_cpu(t);
 	struct syscall_state s = { .nr = -2 };
 	uint64_t t0 = rt_mono_ns();
 	bool reraise = false;
@@ -423,8 +440,10 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 	 * The thread's ring is emptied at each of its messages, recorded or not: a record left there
 	 * would be older than the fault of a later message. */
 	struct fault_regs regs;
-	bool sampled = t && rt.cfg.fault_samples && faultregs_take(t, tid, addr, &regs);
-	sampled = sampled && record && !busy;
+	bool took = t && rt.cfg.fault_samples && faultregs_take(t, tid, addr, &regs);
+	bool sampled = took && record && !busy;
+	if (!record && t && !busy)
+		handler_unrecorded_cpu(t, took ? &regs : NULL);
 	int state_err = 0;
 	if (sampled) {
 		s = (struct syscall_state){ .nr = -1, .pc = regs.pc, .sp = regs.sp };

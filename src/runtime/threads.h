@@ -39,6 +39,7 @@ struct rt_thread {
 	_Atomic(const uint32_t *) rseq_cpu;
 	int rseq_untracked;          /* the rseq area checked against tracked memory: 1 outside, -1 inside */
 	unsigned stacks_reused, stacks_new; /* its faults' stacks a handler found cached, or not (handler.c) */
+	unsigned unrecorded; /* its faults past -S's rate (handler_unrecorded_cpu) */
 	unsigned unwinds, unwinds_lacked_fp; /* ... unwound from /proc's registers, and of those short of rbp */
 	_Atomic int signal_cpu;     /* the CPU of the poller that sent it its pending signal (-1: not a poller) */
 	_Atomic int call_nr;        /* in an interposed system call with a big buffer: its number */
