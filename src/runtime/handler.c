@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 
 #include "fltrace/fmt.h"
 #include "fault.h"
@@ -330,28 +329,13 @@ static void handler_note_cpu(struct rt_thread *t, int cpu)
 	}
 }
 
-/* Four bytes of the program's memory not known to be mapped still, read as sysstack.c reads stacks:
- * process_vm_readv (an unmapped page fails it), under rt.lock, never on a tracked page away (the
- * read would wait in a fault for this very handler). */
-static bool handler_peek_u32(uintptr_t addr, uint32_t *v)
-{
-	if (!handler_lock())
-		return false;
-	uint32_t *pg = region_page(addr);
-	bool ok = !pg || pg_state(*pg) == PAGE_PRESENT;
-	struct iovec here = { v, sizeof(*v) }, there = { (void *)addr, sizeof(*v) };
-	ok = ok && syscall(SYS_process_vm_readv, rt.pid, &here, 1, &there, 1, 0) == (long)sizeof(*v);
-	rt_unlock();
-	return ok;
-}
-
 /* Where a thread whose fault is not recorded (past -S's rate) runs: nothing else tells it (no stack
  * signal, no stack read here), and faults routed to a CPU it had left were served across vCPUs until
  * its next recorded one (python at -S 1: 4 runs of 12 took 0.10-0.24 s against 0.08-0.09, in one
  * each of its 5,400 faults served by the other vCPU's poller; 12 of 12 at 0.09 with this). From the
  * fault's perf sample where the thread has them, else from its rseq area at every 8th such fault:
  * no state read says the thread is still alive (its id may be another thread's by now, its area
- * unmapped or the program's memory again). */
+ * unmapped or the program's memory again): read as stacks are read (sysstack_peek). */
 static void handler_unrecorded_cpu(struct rt_thread *t, const struct fault_regs *regs)
 {
 	if (regs) {
@@ -360,7 +344,7 @@ static void handler_unrecorded_cpu(struct rt_thread *t, const struct fault_regs 
 	}
 	const uint32_t *cpu_at = t->unrecorded++ % 8 ? NULL : handler_rseq_cpu(t);
 	uint32_t cpu;
-	if (cpu_at && handler_peek_u32((uintptr_t)cpu_at, &cpu))
+	if (cpu_at && sysstack_peek((uintptr_t)cpu_at, &cpu, sizeof(cpu)))
 		handler_note_cpu(t, (int)cpu);
 }
 

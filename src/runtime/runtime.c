@@ -45,7 +45,7 @@ static __thread bool tls_lock_masked;
 
 static void rt_lock_mask_signals(void)
 {
-	if (handler_is_current_thread() || tls_lock_masked || rt_own_thread())
+	if (tls_lock_masked || rt_own_thread()) /* the handlers are our threads too */
 		return;
 	uint64_t all = ~0ull;
 	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &tls_lock_saved_mask, 8);

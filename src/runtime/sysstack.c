@@ -175,21 +175,36 @@ static bool object_find(uintptr_t ip, struct sys_object *out)
 
 /* ---- memory: the thread's stack and the objects' unwind tables ---- */
 
-/* A tracked page that is not resident would fault inside process_vm_readv, on this very handler.
- * While a fork holds rt.lock, nothing is read: the forking thread may need this handler first. */
-static bool page_read(struct reader *r, uintptr_t page, char *dst)
+/* len bytes of the program's memory (within one page), never by touching them: an unmapped page
+ * fails process_vm_readv, and a tracked page that is not resident would fault inside it, on this
+ * very handler. While a fork holds rt.lock, nothing is read (*forked): the forking thread may need
+ * this handler first. */
+static bool mem_read(uintptr_t addr, void *dst, size_t len, bool *forked)
 {
-	if (!rt_lock_unless_fork()) {
-		r->forked = true;
+	*forked = !rt_lock_unless_fork();
+	if (*forked)
 		return false;
-	}
-	uint32_t *pg = region_page(page);
+	uint32_t *pg = region_page(addr);
 	bool ok = !pg || pg_state(*pg) == PAGE_PRESENT;
 	if (ok) {
-		struct iovec local = { dst, rt.page_size }, remote = { (void *)page, rt.page_size };
-		ok = process_vm_readv(rt.pid, &local, 1, &remote, 1, 0) == (ssize_t)rt.page_size;
+		struct iovec local = { dst, len }, remote = { (void *)addr, len };
+		ok = process_vm_readv(rt.pid, &local, 1, &remote, 1, 0) == (ssize_t)len;
 	}
 	rt_unlock();
+	return ok;
+}
+
+bool sysstack_peek(uintptr_t addr, void *dst, size_t len)
+{
+	bool forked;
+	return mem_read(addr, dst, len, &forked);
+}
+
+static bool page_read(struct reader *r, uintptr_t page, char *dst)
+{
+	bool forked;
+	bool ok = mem_read(page, dst, rt.page_size, &forked);
+	r->forked |= forked;
 	return ok;
 }
 

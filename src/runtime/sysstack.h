@@ -13,6 +13,8 @@ void sysstack_fork_child(void);      /* a handler of the parent may have held th
 unsigned sysstack_unwind(int tid, long nr, uint64_t pc, uint64_t sp, uint64_t *ips, unsigned max, bool *fresh,
 			 bool *forked);
 void sysstack_thread_gone(void); /* a thread id was found reused: cached stacks of it are stale */
+/* len bytes (within one page) of memory not known to be mapped still, never by touching them. */
+bool sysstack_peek(uintptr_t addr, void *dst, size_t len);
 /* The stack of a thread asleep in a fault it took in user mode at (pc, sp; rbp if fp), exactly as its stack
  * signal would take it: false (nothing in ips) if that cannot be known from here, or if it is not
  * cached and !fresh_ok. `fresh`: unwound now, or not cached (the caller checks the thread stayed
