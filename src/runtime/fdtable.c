@@ -37,7 +37,7 @@ static struct {
 	struct keeper_req *req;
 	int keep[KEEP_MAX];                    /* program-table fds the new table takes over (fork) */
 	unsigned nkeep;
-	_Atomic int started;                   /* 1: unshared and ready, -errno: failed */
+	_Atomic uint32_t started;              /* 1: unshared and ready, -errno: failed (as unsigned) */
 } kp;
 
 static __thread bool tls_private;
@@ -107,6 +107,12 @@ static void keeper_close_inherited(void)
 		syscall(SYS_close, fd);
 }
 
+static void keeper_started(int how)
+{
+	atomic_store(&kp.started, (uint32_t)how);
+	rt_wake_waiters(&kp.started);
+}
+
 static void *keeper_main(void *arg)
 {
 	rt_tls_internal = 1;
@@ -116,18 +122,18 @@ static void *keeper_main(void *arg)
 	if (self)
 		atomic_store(&self->busy, 1);
 	if (unshare(CLONE_FILES) < 0) {
-		atomic_store(&kp.started, -errno);
+		keeper_started(-errno);
 		return NULL;
 	}
 	keeper_close_inherited();
 	/* A pidfd of itself, held in its own table: the kernel keeps the pidfd's inode alive while
 	 * one is open, so each borrow's pidfd_open costs half as much (6-13 us instead of 13-21 here). */
 	if (rt_fd_own((int)syscall(SYS_pidfd_open, rt_gettid(), PIDFD_THREAD)) < 0) {
-		atomic_store(&kp.started, -errno);
+		keeper_started(-errno);
 		return NULL;
 	}
 	atomic_store(&kp.tid, rt_gettid());
-	atomic_store(&kp.started, 1);
+	keeper_started(1);
 	for (uint32_t seen = 0;;) {
 		uint32_t now;
 		while ((now = atomic_load(&kp.posted)) == seen)
@@ -155,8 +161,8 @@ int fdtable_start(void)
 	if (err != 0)
 		return -err;
 	int st;
-	while ((st = atomic_load(&kp.started)) == 0)
-		sched_yield();
+	while ((st = (int)atomic_load(&kp.started)) == 0)
+		rt_wait_while(&kp.started, 0);
 	if (st < 0)
 		return st;
 	/* What the keeper kept is in the private table now, and no longer in the program's. */

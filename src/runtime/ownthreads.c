@@ -107,6 +107,9 @@ static __attribute__((noreturn)) void own_park(void)
 		pause(); /* only SIGSETXID can wake it: handled, and back to sleep */
 }
 
+/* Bumped by each thread of ours as it starts: its creator sleeps on it (rt_wait_while). */
+static _Atomic uint32_t own_starts;
+
 static void *own_main(void *p)
 {
 	struct own_start *s = p;
@@ -115,7 +118,9 @@ static void *own_main(void *p)
 	/* Named by the thread itself: pthread_setname_np from the creator refuses names of 16 bytes
 	 * or more (ERANGE), and the thread then kept the name of whichever thread made it. */
 	prctl(PR_SET_NAME, s->name);
-	atomic_store(&s->taken, 1); /* s lives on the creator's stack */
+	atomic_store(&s->taken, 1); /* s lives on the creator's stack: not touched from here on */
+	atomic_fetch_add(&own_starts, 1);
+	rt_wake_waiters(&own_starts);
 	/* glibc unblocked SIGCANCEL in the new thread: nobody cancels ours, and a stray one (kill -32)
 	 * is none of their business either. */
 	uint64_t mask = own_signal_mask();
@@ -170,7 +175,10 @@ int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
 	unsigned *count = glibc_thread_count();
 	if (count)
 		__atomic_fetch_sub(count, 1, __ATOMIC_SEQ_CST);
-	while (!atomic_load(&s.taken))
-		sched_yield();
-	return 0;
+	for (;;) {
+		uint32_t seen = atomic_load(&own_starts);
+		if (atomic_load(&s.taken))
+			return 0;
+		rt_wait_while(&own_starts, seen);
+	}
 }

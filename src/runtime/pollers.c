@@ -84,7 +84,7 @@ static struct {
 	_Atomic unsigned home_cpu; /* the CPU of the poller that last served a fault of its own CPU */
 	_Atomic bool exiting;      /* the process is exiting: no poller goes back to SCHED_IDLE */
 	_Atomic uint64_t progress; /* messages handled by anyone: the watchdog's sign of life */
-	_Atomic unsigned started;  /* threads that got past glibc's thread start-up */
+	_Atomic uint32_t started;  /* threads that got past glibc's thread start-up */
 	uint64_t watched_progress;
 	unsigned stalled_seconds;  /* seconds without progress in which nothing could make any */
 	uint64_t stalled_cpu_ticks; /* CPU the handlers used since the last progress */
@@ -409,6 +409,12 @@ static void poller_nap(struct poller *p)
 	atomic_store(&p->napping, 0);
 }
 
+static void handler_thread_started(void)
+{
+	atomic_fetch_add(&hd.started, 1);
+	rt_wake_waiters(&hd.started);
+}
+
 static void *poller_main(void *arg)
 {
 	struct poller *p = arg;
@@ -416,7 +422,7 @@ static void *poller_main(void *arg)
 	tls_poller = p;
 	p->ctx = handler_ctx_new();
 	atomic_store(&p->tid, rt_gettid());
-	atomic_fetch_add(&hd.started, 1);
+	handler_thread_started();
 	pollers_pin(p->cpu);
 	for (;;) {
 		uint64_t now = rt_mono_ns();
@@ -664,7 +670,7 @@ static void *backstop_main(void *arg)
 	handler_thread_enter();
 	struct handler_ctx *ctx = handler_ctx_new();
 	atomic_store(&hd.tids[(uintptr_t)arg % RT_MAX_HANDLERS], rt_gettid());
-	atomic_fetch_add(&hd.started, 1);
+	handler_thread_started();
 	uint64_t seen = atomic_load(&hd.polled), asleep_since = 0, tick = BACKSTOP_TICK_NS;
 	for (;;) {
 		uint64_t now = rt_mono_ns();
@@ -731,7 +737,7 @@ static void *handler_main(void *arg)
 	handler_thread_enter();
 	struct handler_ctx *ctx = handler_ctx_new();
 	atomic_store(&hd.tids[(uintptr_t)arg % RT_MAX_HANDLERS], rt_gettid());
-	atomic_fetch_add(&hd.started, 1);
+	handler_thread_started();
 	handler_pin((unsigned)(uintptr_t)arg);
 	uint64_t last_msg = 0;
 	for (;;) {
@@ -818,8 +824,8 @@ int handler_start(void)
 	/* glibc's thread start-up reads the program's locale data (__ctype_init), which may be on the
 	 * heap: it must be done before the heap is registered (a fork child's is, until its runtime
 	 * starts), or a handler would wait for a fault only it can serve. */
-	while (err == 0 && hd.n == n && atomic_load(&hd.started) < n + hd.npollers)
-		sched_yield();
+	for (uint32_t seen; err == 0 && hd.n == n && (seen = atomic_load(&hd.started)) < n + hd.npollers;)
+		rt_wait_while(&hd.started, seen);
 	rt_tls_internal--;
 	return err < 0 ? err : hd.n == n ? 0 : -EAGAIN;
 }

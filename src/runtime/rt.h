@@ -96,6 +96,9 @@ struct rt_time_stats {
 };
 /* Adds the time since `t0` (rt_mono_ns) to a counter; returns now. */
 uint64_t rt_time_add(_Atomic uint64_t *counter, uint64_t t0);
+/* Sleeps while *word is still `seen` (may return early: callers look again); wakes every sleeper. */
+void rt_wait_while(_Atomic uint32_t *word, uint32_t seen);
+void rt_wake_waiters(_Atomic uint32_t *word);
 
 struct rt_stats {
 	_Atomic uint64_t faults, faults_r, faults_w, faults_wp, faults_zero, faults_refetch, faults_file,

@@ -24,7 +24,7 @@ static struct {
 	_Atomic int stop;
 	bool started;
 	struct rt_spinlock lock;
-	_Atomic int running;
+	_Atomic uint32_t running;
 } st = { .fd = -1 };
 
 /* What the stats line and the handlers need from /proc/self/status (the thread group leader's). */
@@ -245,6 +245,7 @@ static void *stats_main(void *arg)
 	stats_read_status(&status);
 	stats_note_debugger(&status); /* one there from the start: before the program runs on */
 	atomic_store(&st.running, 1);
+	rt_wake_waiters(&st.running);
 	while (!atomic_load(&st.stop)) {
 		for (int i = 0; i < 10 && !atomic_load(&st.stop); i++) {
 			struct timespec ts = { .tv_sec = 0, .tv_nsec = 100 * 1000 * 1000 };
@@ -290,7 +291,7 @@ int stats_start(void)
 	if (err != 0)
 		return -1;
 	while (!atomic_load(&st.running)) /* past glibc's thread start-up: see handler_start */
-		sched_yield();
+		rt_wait_while(&st.running, 0);
 	st.started = true;
 	return 0;
 }
