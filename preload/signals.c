@@ -153,7 +153,7 @@ EXPORT int sigaction(int sig, const struct sigaction *sa, struct sigaction *old)
 
 static int mask_call(sigmask_fn fn, int how, const sigset_t *set, sigset_t *old)
 {
-	if (rt_own_thread_sigmask(how, set, old))
+	if (rt_known_sigmask(how, set, old))
 		return 0;
 	if (!set || how == SIG_UNBLOCK || !handler_owns_signal(rt.sig))
 		return fn(how, set, old);

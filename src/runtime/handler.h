@@ -15,6 +15,7 @@ bool handler_owns_signal(int sig);
 struct program_alt {
 	uintptr_t lo;
 	size_t size;
+	unsigned seal_depth; /* the seal the program's handler ran inside (rt_signals_seal_hide) */
 };
 struct program_alt stack_before_program_handler(const void *uc);
 void stack_after_program_handler(struct program_alt was);

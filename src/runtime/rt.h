@@ -246,10 +246,25 @@ void rt_sort_u32(uint32_t *v, size_t n);
  * the process ends when the program's last thread does; fn's return parks the thread for good.
  * `name` (15 bytes at most, the kernel's limit) is what ps and perf show. */
 int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *name);
-/* sigprocmask/pthread_sigmask called on a thread of ours (by libunwind, around each of its locks):
- * done from the mask the thread is known to have, without a system call where it changes nothing.
- * False on a program thread, or for an invalid `how` (the caller makes the real call). */
-bool rt_own_thread_sigmask(int how, const sigset_t *set, sigset_t *old);
+/* sigprocmask/pthread_sigmask called where the thread's mask is known (by libunwind, around each of
+ * its locks): on a thread of ours, done from the mask it keeps, without a system call where it
+ * changes nothing; inside a seal, answered from the seal's view. False elsewhere, or for an invalid
+ * `how` (the caller makes the real call). */
+bool rt_known_sigmask(int how, const sigset_t *set, sigset_t *old);
+/* A seal: a stretch of fltrace's code on a program thread with every signal blocked, in which
+ * libunwind's masks cost no system call (rt_known_sigmask). rt_signals_seal blocks them (two system
+ * calls, none inside another seal or on our threads); rt_signals_seal_blocked is for code that runs
+ * with them blocked already (the stack signal's handler), `view` the mask it was entered from.
+ * Hidden while a program's handler runs inside one. */
+struct rt_seal {
+	bool blocked;
+	uint64_t saved;
+};
+struct rt_seal rt_signals_seal(void);
+struct rt_seal rt_signals_seal_blocked(uint64_t view);
+void rt_signals_unseal(struct rt_seal s);
+unsigned rt_signals_seal_hide(void);
+void rt_signals_seal_show(unsigned depth);
 bool rt_own_thread(void); /* the calling thread is one of fltrace's (rt_thread_create) */
 
 #endif

@@ -276,6 +276,11 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	if (from >= 0 && from != cpu)
 		atomic_fetch_add_explicit(&rt.stats.signals_remote, 1, memory_order_relaxed);
 	rt_tls_internal++;
+	/* Every signal but the CPU's own faults is blocked here (sa_mask): the unwind's masks are
+	 * answered without system calls. */
+	uint64_t entered_from;
+	memcpy(&entered_from, &((ucontext_t *)ucv)->uc_sigmask, sizeof(entered_from));
+	struct rt_seal seal = rt_signals_seal_blocked(entered_from);
 	struct stack_job job = { .t = t, .uc = ucv };
 	void *top = stack_own_top(t, ucv);
 	if (top) {
@@ -284,6 +289,7 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	} else {
 		stack_take_and_record(&job);
 	}
+	rt_signals_unseal(seal);
 	rt_tls_internal--;
 	atomic_store(&t->busy, 0);
 	atomic_store(&t->state, REQ_IDLE);
@@ -332,9 +338,10 @@ static bool request_open(const struct rt_thread *t)
 struct program_alt stack_before_program_handler(const void *ucv)
 {
 	struct program_alt prev = tls_program_alt;
+	prev.seal_depth = rt_signals_seal_hide();
 	const ucontext_t *uc = ucv;
 	if (frame_on_altstack(uc, (uintptr_t)__builtin_frame_address(0)))
-		tls_program_alt = (struct program_alt){ (uintptr_t)uc->uc_stack.ss_sp, uc->uc_stack.ss_size };
+		tls_program_alt = (struct program_alt){ (uintptr_t)uc->uc_stack.ss_sp, uc->uc_stack.ss_size, 0 };
 	int saved_errno = errno;
 	struct rt_thread *t = stack_own_slot();
 	if (t) {
@@ -357,6 +364,8 @@ struct program_alt stack_before_program_handler(const void *ucv)
 
 void stack_after_program_handler(struct program_alt was)
 {
+	rt_signals_seal_show(was.seal_depth);
+	was.seal_depth = 0;
 	tls_program_alt = was;
 }
 

@@ -55,6 +55,11 @@ same_output memops_forkblocked "$L8" "$PROGS/memops" forkblocked
 # runtime of its own) and, with SIGBUS blocked, died at its first missing page
 same_output memops_daemon "$L8" "$PROGS/memops" daemon &&
 	expect_eq memops_daemon_traced "processes traced" 3 "$(ls "$TMP/memops_daemon"/fltrace-data-stats-*.out | wc -l)"
+# the program's own signal mask through allocation sites unwound on its thread and stack signals
+# (libunwind's masks there are answered without system calls: the real one must come back whole)
+same_output memops_masks "$L8" "$PROGS/memops" masks &&
+	expect_stat memops_masks_sites "$TMP/memops_masks" allocs_big -ge 64 &&
+	expect_stat memops_masks_stacks "$TMP/memops_masks" faults_nostack -eq 0
 # write(2) of an evicted buffer while another thread signals the writer every 200 us: each fault
 # of the kernel's copy is left before the thread is seen asleep in it (it faulted for ever)
 same_output memops_sigwrite "-L 8 -M 1024 --policy fifo" "$PROGS/memops" sigwrite

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,6 +271,71 @@ static int mode_signals(void)
 	raise(SIGUSR1);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	printf("blocked: %016llx %016llx usr1 %d\n", (unsigned long long)a, (unsigned long long)b, (int)got_usr1);
+	return 0;
+}
+
+static volatile sig_atomic_t got_usr2, usr2_masked;
+static sigset_t masks_wanted;
+
+static bool same_mask(const sigset_t *a, const sigset_t *b)
+{
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(a, s) != sigismember(b, s))
+			return false;
+	return true;
+}
+
+static void on_usr2(int sig)
+{
+	sigset_t in, expect = masks_wanted;
+	sigaddset(&expect, sig); /* the handler runs with its own signal blocked besides the thread's */
+	pthread_sigmask(SIG_BLOCK, NULL, &in);
+	usr2_masked += same_mask(&in, &expect);
+	got_usr2++;
+}
+
+/* The kernel's view of the thread's mask: /proc/self/status's SigBlk. */
+static unsigned long long sigblk(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	unsigned long long v = ~0ull;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigBlk: %llx", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
+/* A mask of the program's own, kept through what fltrace does on its thread: the allocation site
+ * of each big malloc unwound there, a stack signal at each fresh page (libunwind's masks inside
+ * both are answered without system calls: the thread's own mask must come back whole). */
+static int mode_masks(void)
+{
+	struct sigaction sa = { .sa_handler = on_usr2 };
+	sigaction(SIGUSR2, &sa, NULL);
+	sigemptyset(&masks_wanted);
+	sigaddset(&masks_wanted, SIGPIPE);
+	sigaddset(&masks_wanted, SIGWINCH);
+	sigaddset(&masks_wanted, SIGRTMIN + 3);
+	sigprocmask(SIG_SETMASK, &masks_wanted, NULL);
+	int rounds = 64, kept = 0;
+	uint64_t sum = 0;
+	for (int i = 0; i < rounds; i++) {
+		size_t n = (size_t)(i % 8 + 1) * 256 * 1024;
+		char *volatile p = malloc(n);
+		for (size_t o = 0; o < n; o++)
+			p[o] = (char)(i + o / 4096);
+		sum += checksum(p, n);
+		free(p);
+		raise(SIGUSR2);
+		sigset_t now;
+		sigprocmask(SIG_BLOCK, NULL, &now);
+		kept += same_mask(&now, &masks_wanted);
+	}
+	printf("masks: %016llx kept %d/%d usr2 %d, masked right in the handler %d, SigBlk %016llx\n",
+	       (unsigned long long)sum, kept, rounds, (int)got_usr2, (int)usr2_masked, sigblk());
 	return 0;
 }
 
@@ -666,7 +732,7 @@ static const struct {
 	{ "dup2", mode_dup2 },     { "rawzap", mode_rawzap }, { "forkthreads", mode_forkthreads },
 	{ "forkdlopen", mode_forkdlopen }, { "forkunwind", mode_forkunwind }, { "forkfiles", mode_forkfiles },
 	{ "sigwrite", mode_sigwrite },     { "forkwalk", mode_forkwalk }, { "forkblocked", mode_forkblocked },
-	{ "daemon", mode_daemon },
+	{ "daemon", mode_daemon },  { "masks", mode_masks },
 };
 
 int main(int argc, char **argv)
@@ -677,7 +743,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], modes[i].name))
 			return modes[i].run();
 	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|forkwalk|forkblocked|daemon|sigwrite|\n"
-			"              syscalls|remap|madvise|signals|waits|\n"
+			"              syscalls|remap|madvise|signals|masks|waits|\n"
 			"              dup2|rawzap|exit HOW\n");
 	return 2;
 }
