@@ -90,17 +90,22 @@ void far_out_flush(void)
 	far_put_now(fa.out, 0, n);
 }
 
+/* A file takes a run in one write. A medium of one item per page (put_slots: memcached) takes the
+ * round's runs into its one request as well: sent as they came, each waiting for its answers, a
+ * round of python's objects (runs of 1-3 pages) went out in 35 requests of 1.8 pages. */
 void far_pages_out(uint32_t first, unsigned n)
 {
 	if (!fa.b->put || !n)
 		return;
-	if (n > 1) {
+	if (n > 1 && !fa.b->put_slots) {
 		far_put_now(NULL, first, n);
 		return;
 	}
-	fa.out[fa.nout++] = first;
-	if (fa.nout == FAR_OUT_MAX)
-		far_out_flush();
+	for (unsigned i = 0; i < n; i++) {
+		fa.out[fa.nout++] = first + i;
+		if (fa.nout == FAR_OUT_MAX)
+			far_out_flush();
+	}
 }
 
 void far_slots_freed(uint32_t first, unsigned n)

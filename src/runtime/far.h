@@ -43,8 +43,9 @@ const struct far_backend *far_backend_of(unsigned id); /* a row of backends.h; N
 int far_init(void); /* the backend of rt.cfg; stops the run with a message on failure */
 /* The pages in slots first .. first + n - 1 left local memory for good (PAGE_EVICTED): the backend
  * keeps them. A failed write stops the run before anything is lost (the staging copies remain).
- * Single pages (an eviction round's scattered victims) wait in a queue of FAR_OUT_MAX for one
- * request: far_out_flush, at the round's end and before anything reads, frees or copies slots. */
+ * Single pages (an eviction round's scattered victims), and every page for a backend with
+ * put_slots, wait in a queue of FAR_OUT_MAX for one request: far_out_flush, at the round's end and
+ * before anything reads, frees or copies slots. */
 #define FAR_OUT_MAX 64
 void far_pages_out(uint32_t first, unsigned n);
 void far_out_flush(void);
