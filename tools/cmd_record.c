@@ -19,7 +19,7 @@
 #define RECORD_MAX_SAMPLERATE 1000000000ull
 
 enum { OPT_CORES = 256, OPT_POLICY, OPT_DEPTH, OPT_POLL, OPT_FILES, OPT_ALLOC_SAMPLE, OPT_FAR, OPT_FAR_LATENCY,
-       OPT_FAR_REPLICAS, OPT_FAR_AUTH, OPT_FAR_TIMEOUT, OPT_PREFETCH, OPT_KEEP_LOCAL };
+       OPT_FAR_REPLICAS, OPT_FAR_AUTH, OPT_FAR_TIMEOUT, OPT_FAR_CLEAR, OPT_PREFETCH, OPT_KEEP_LOCAL };
 
 static const struct option record_longopts[] = {
 	{ "localmem", required_argument, NULL, 'L' },
@@ -40,6 +40,7 @@ static const struct option record_longopts[] = {
 	{ "far-replicas", required_argument, NULL, OPT_FAR_REPLICAS },
 	{ "far-auth", required_argument, NULL, OPT_FAR_AUTH },
 	{ "far-timeout", required_argument, NULL, OPT_FAR_TIMEOUT },
+	{ "far-clear", required_argument, NULL, OPT_FAR_CLEAR },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -80,7 +81,12 @@ static void record_help_backends(void)
 	       "      --far-auth <file>   memcached: SASL user:password (the file's first line) for\n"
 	       "                          servers started with -S\n"
 	       "      --far-timeout <ms>  memcached: a server that does not answer this long is given\n"
-	       "                          up (default %d): its pages are lost unless replicated\n",
+	       "                          up (default %d): its pages are lost unless replicated\n"
+	       "      --far-clear <run>   memcached: trace nothing; delete the items run <run> left on\n"
+	       "                          the servers of --far (the 16 hex digits its first note named:\n"
+	       "                          a run whose 'fltrace record' was killed with SIGKILL leaves\n"
+	       "                          them); with --far-auth, the run's stats files in -o's directory\n"
+	       "                          name its keys\n",
 	       FLTRACE_DEFAULT_FAR_TIMEOUT_MS);
 }
 
@@ -245,8 +251,9 @@ static int record_parse_far(const char *arg, struct record_opts *o)
 	int id = fltrace_backend_parse(arg, &dir);
 	if (id < 0)
 		return cli_error(CLI_EXIT_USAGE, "--far", "'%s' %s; give %s", arg,
-				 id == -2 ? "lacks the argument file: or memcached: needs, or has one mem does not take" :
-					    "is not a far-memory backend",
+				 id == -1 ? "is not a far-memory backend" :
+				 strchr(arg, ':') && arg[strcspn(arg, ":") + 1] ? "takes no argument" :
+										    "lacks its argument (where the pages go)",
 				 fltrace_backend_list(list, sizeof(list)));
 	if (id == FLTRACE_BACKEND_memcached) {
 		o->far = id;
@@ -324,6 +331,9 @@ static int record_parse_one(int c, const char *arg, struct record_opts *o)
 							  &o->far_replicas, "servers that keep each page");
 	case OPT_FAR_TIMEOUT: return record_parse_number("--far-timeout", arg, 10, FLTRACE_MAX_FAR_TIMEOUT_MS,
 							 &o->far_timeout_ms, "milliseconds");
+	case OPT_FAR_CLEAR:
+		o->far_clear = arg;
+		return 0;
 	case OPT_FAR_AUTH:
 		if (!realpath(arg, o->far_auth_path))
 			return cli_error(CLI_EXIT_USAGE, "--far-auth", "cannot read '%s' (%s); give a file holding "
@@ -440,6 +450,8 @@ int cmd_record(int argc, char **argv)
 	err = record_parse(argc, argv, &o);
 	if (err)
 		return err < 0 ? CLI_EXIT_OK : err;
+	if (o.far_clear)
+		return record_far_clear_only(&o);
 	if ((err = record_check_all(&o)) || (err = record_clean_outdir(&o)))
 		return err;
 	err = record_run(&o, &status);

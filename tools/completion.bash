@@ -61,7 +61,7 @@ _fltrace()
 		return
 		;;
 	-L | --localmem | -M | --maxmem | -C | --handlers | --cores | -S | --samplerate | --far-latency | \
-		--far-replicas | --far-timeout | --depth | --poll | --files | --alloc-sample | --by | --kind | \
+		--far-replicas | --far-timeout | --far-clear | --depth | --poll | --files | --alloc-sample | --by | --kind | \
 		--access | --pid | --time | --top | --title | --width | --minwidth | --fold | --names | \
 		--keep-local | --advise)
 		return # a value to type: nothing to offer

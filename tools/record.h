@@ -29,6 +29,7 @@ struct record_opts {
 	char far_auth_path[PATH_MAX]; /* --far-auth, absolute */
 	const char *far_auth;       /* far_auth_path if given, else NULL */
 	char far_run[17];           /* memcached: this run's id, made by record_check_far */
+	const char *far_clear;      /* --far-clear: the run whose items to delete (no command) */
 	uint64_t far_latency_us;    /* --far-latency */
 	const char *poll;           /* --poll: adaptive (default), block or spin */
 	const char *files;          /* --files: mapped (default) or all */
@@ -64,6 +65,9 @@ int record_find_preload(struct record_opts *o);
 int record_parse_far_servers(const char *list, struct record_opts *o);
 int record_check_far(struct record_opts *o);
 void record_clear_far(const struct record_opts *o);
+/* --far-clear <run id>: no command; that run's items deleted from the servers (what a `fltrace
+ * record` killed with SIGKILL leaves). Returns the exit status. */
+int record_far_clear_only(struct record_opts *o);
 
 /* record_keep.c: --keep-local's sites resolved to code ranges of the command (o->keep_env). */
 int record_resolve_keep(struct record_opts *o);

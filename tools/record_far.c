@@ -354,31 +354,66 @@ static long far_clear_by_stats(const struct mc_addr *a, const struct record_opts
 	return err ? err : asked;
 }
 
-void record_clear_far(const struct record_opts *o)
+/* Deletes the items of run o->far_run from every server of the list, adding up how many into
+ * *cleared; returns how many servers could not be cleared (each named in a note). */
+static unsigned far_clear_pool(const struct record_opts *o, long *cleared)
 {
-	if (o->far != FLTRACE_BACKEND_memcached || !o->far_run[0])
-		return;
 	struct mc_addr v[MC_SERVERS_MAX];
-	unsigned n;
+	unsigned n, failed = 0;
 	char bad[MC_NAME_MAX], prefix[64];
 	snprintf(prefix, sizeof(prefix), "fltrace:%s:", o->far_run);
+	*cleared = 0;
 	if (mc_list_parse(o->far_dir, v, MC_SERVERS_MAX, &n, bad, sizeof(bad)) < 0)
-		return;
+		return 1;
 	for (unsigned i = 0; i < n; i++) {
 		/* Again while a pass finds keys: the program's last requests, sent on its own connections
 		 * just before it ended, may still be in the server's hands while a pass lists (two runs
 		 * sharing the servers on a busy machine once left one item so: record_remote's
 		 * remote_shared_leave_nothing, 2026-12-07). A pass that finds none ends it. */
-		long done = far_clear_server(&v[i], prefix, o);
+		long done = far_clear_server(&v[i], prefix, o), all = done > 0 ? done : 0;
 		for (int pass = 1; done > 0 && pass < 4; pass++) {
 			usleep(10000);
 			done = far_clear_server(&v[i], prefix, o);
+			all += done > 0 ? done : 0;
 		}
 		if ((done == -EACCES || done == -ECONNRESET) && o->far_auth)
-			done = far_clear_by_stats(&v[i], o);
-		if (done < 0 && done != -ECONNREFUSED) /* refused: nothing listens, nothing is kept there */
+			done = far_clear_by_stats(&v[i], o); /* deletes asked, not items found: not counted */
+		*cleared += all;
+		if (done < 0 && done != -ECONNREFUSED) { /* refused: nothing listens, nothing is kept there */
 			cli_note("note: far memory: the items of this run (keys %s*) could not be cleared from "
 				 "server %s (%s); they stay until it restarts or they are deleted", prefix, v[i].name,
 				 mc_conn_strerror((int)done));
+			failed++;
+		}
 	}
+	return failed;
+}
+
+void record_clear_far(const struct record_opts *o)
+{
+	long cleared;
+	if (o->far == FLTRACE_BACKEND_memcached && o->far_run[0])
+		far_clear_pool(o, &cleared);
+}
+
+int record_far_clear_only(struct record_opts *o)
+{
+	if (o->far != FLTRACE_BACKEND_memcached)
+		return cli_error(CLI_EXIT_USAGE, "--far-clear", "clears a run's items from memcached servers; give "
+				 "the servers with --far memcached:<host:port,...>");
+	if (o->cmd_argv[0])
+		return cli_error(CLI_EXIT_USAGE, "--far-clear", "runs no command ('%s' given); leave it out, or "
+				 "leave --far-clear out to trace it", o->cmd_argv[0]);
+	if (strlen(o->far_clear) != 16 || strspn(o->far_clear, "0123456789abcdef") != 16)
+		return cli_error(CLI_EXIT_USAGE, "--far-clear", "'%s' is not a run id; give the 16 hex digits "
+				 "of the note the run printed as it started (its items are keyed fltrace:<id>:...)",
+				 o->far_clear);
+	memcpy(o->far_run, o->far_clear, sizeof(o->far_run));
+	/* Servers with SASL list nothing: the keys come from the run's stats lines in -o's directory. */
+	if (!realpath(o->outdir_arg, o->outdir))
+		o->outdir[0] = '\0';
+	long cleared;
+	unsigned failed = far_clear_pool(o, &cleared);
+	cli_note("far memory: %ld item%s of run %s deleted", cleared, cleared == 1 ? "" : "s", o->far_run);
+	return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -82,6 +82,32 @@ wait
 cat "$TMP/shared_1.out" "$TMP/shared_2.out"
 expect_eq remote_shared_leave_nothing "items on the servers after both runs" "$before" "$(items)"
 
+# fltrace record itself killed with SIGKILL: nobody clears its run's items, which stay on the
+# servers; `record --far-clear <run>` (the id its first note named) deletes every one of them.
+dir=$TMP/remote_record_killed
+mkdir -p "$dir"
+before=$(items)
+timeout "$HANG" "$FLTRACE" record -L 4 -M 1024 $T --far "memcached:$SERVERS" -o "$dir" -- \
+	"$PROGS/farpause" 16 "$dir/ready" "$dir/go" > "$dir/out" 2> "$dir/err" &
+pid=$!
+while [ ! -e "$dir/ready" ] && kill -0 $pid 2> /dev/null; do sleep 0.1; done
+rec=$(pgrep -P $pid -x fltrace)
+prog=$(pgrep -P "$rec")
+kill -9 $rec $prog
+wait $pid
+left=$(($(items) - before))
+run=$(sed -n 's/.*keyed fltrace:\([0-9a-f]*\):.*/\1/p' "$dir/err")
+"$FLTRACE" record --far "memcached:$SERVERS" --far-clear "$run" > /dev/null 2> "$dir/clear.err"
+echo $? > "$dir/clear.rc"
+if [ "$left" -le 100 ]; then
+	fail remote_record_killed_leaves_items "$left items left by run '$run' (a 16 MB fill at -L 4 evicts most of it)"
+else
+	pass remote_record_killed_leaves_items
+	expect_eq remote_far_clear_deletes_them "items on the servers after --far-clear" "$before" "$(items)"
+	expect_eq remote_far_clear_says_so "--far-clear's exit status and line" \
+		"0 fltrace: far memory: $left items of run $run deleted" "$(cat "$dir/clear.rc") $(cat "$dir/clear.err")"
+fi
+
 # The sockets are fltrace's own: never in the program's fd table (its /proc/self/fd listing at
 # start, in a fork child and after exec are the untraced ones), and a program closing every fd it
 # has does not close them.
@@ -190,6 +216,12 @@ expect_error remote_replicas_other_backend 2 "--far-replicas: only the memcached
 	"$FLTRACE" record -L 8 -M 64 --far-replicas 2 -- true
 expect_error remote_too_small 2 "--far: server 127.0.0.1:[0-9]+ has room for .* -M - -L asks up to" \
 	"$FLTRACE" record -L 8 -M 20000 --far "memcached:$list" -- true
+expect_error remote_far_clear_bad_id 2 "--far-clear: 'xyz' is not a run id" \
+	"$FLTRACE" record --far "memcached:$list" --far-clear xyz
+expect_error remote_far_clear_without_servers 2 "--far-clear: clears a run's items from memcached servers" \
+	"$FLTRACE" record --far-clear 0123456789abcdef
+expect_error remote_far_clear_with_command 2 "--far-clear: runs no command \('true' given\)" \
+	"$FLTRACE" record --far "memcached:$list" --far-clear 0123456789abcdef -- true
 $MC stop "$MCD"
 evicting=$($MC start "$MCD" 1 evicting -m 1024)
 expect_error remote_evicting_refused 2 "--far: server $evicting evicts items when it is full \(started without -M\)" \
