@@ -2,7 +2,6 @@
  * thread unshares it and starts the others; program threads borrow an fd for one call or ask the keeper. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -74,16 +73,6 @@ static bool fd_elsewhere(int fd)
 	return !tls_private && fd_owned(fd) && atomic_load(&kp.tid) != 0;
 }
 
-static void futex_wait(_Atomic uint32_t *w, uint32_t v)
-{
-	syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
-}
-
-static void futex_wake(_Atomic uint32_t *w)
-{
-	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
 /* ---- the keeper ---- */
 
 /* Its copy of the program's table holds only what it was asked to keep: a program fd we held
@@ -137,11 +126,11 @@ static void *keeper_main(void *arg)
 	for (uint32_t seen = 0;;) {
 		uint32_t now;
 		while ((now = atomic_load(&kp.posted)) == seen)
-			futex_wait(&kp.posted, seen);
+			rt_wait_while(&kp.posted, seen);
 		seen = now;
 		kp.req->ret = kp.req->fn(kp.req->arg);
 		atomic_store(&kp.done, seen);
-		futex_wake(&kp.done);
+		rt_wake_waiters(&kp.done);
 	}
 	return NULL;
 }
@@ -193,10 +182,10 @@ int fdtable_call(int (*fn)(void *), void *arg)
 	kp.req = &req;
 	uint32_t ticket = atomic_load(&kp.posted) + 1;
 	atomic_store(&kp.posted, ticket);
-	futex_wake(&kp.posted);
+	rt_wake_waiters(&kp.posted);
 	uint32_t d;
 	while ((d = atomic_load(&kp.done)) != ticket)
-		futex_wait(&kp.done, d);
+		rt_wait_while(&kp.done, d);
 	rt_spin_unlock(&kp.lock, LOCK_FDS);
 	return req.ret;
 }

@@ -1,5 +1,5 @@
-/* fltrace's own threads inside the traced process, kept out of the program's sight: they take none of
- * its signals but glibc's set*id broadcast, they are not counted among its live threads, they never end. */
+/* fltrace's own threads inside the traced process, kept out of the program's sight (none of its signals
+ * but glibc's set*id broadcast, not counted among its live threads, never ending); the masks they and seals keep. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -60,22 +60,34 @@ static bool mask_wanted(int how, const sigset_t *set, uint64_t now, uint64_t *wa
 	return true;
 }
 
-/* A program thread inside a seal: fltrace's code running with every signal the program could be
- * sent blocked (the stack signal's handler, by its sa_mask; an unwind of the thread's own stack, by
- * rt_signals_seal). What libunwind sets there is only what it believes it set: the seal's view. */
+/* A program thread inside a seal: fltrace's code running with the program's signals blocked (the
+ * stack signal's handler, by its sa_mask; an unwind of the thread's own stack, by rt_signals_seal).
+ * What libunwind sets there is only what it believes it set, the seal's view; the real mask only
+ * ever blocks more, up to the seal's end. `at`: the sealing frame, below which everything in the
+ * seal runs: a call from above it (the seal left by a longjmp or a cancellation that bypassed its
+ * end) finds the seal stale. */
 static __thread unsigned tls_sealed;
-static __thread uint64_t tls_sealed_view;
+static __thread uint64_t tls_sealed_view, tls_sealed_real;
+static __thread uintptr_t tls_sealed_at;
+
+static bool seal_holds(void)
+{
+	if (tls_sealed && (uintptr_t)__builtin_frame_address(0) > tls_sealed_at)
+		tls_sealed = 0;
+	return tls_sealed;
+}
 
 /* libunwind blocks every signal around each lock it takes (its caches, its memory pools, the
  * loader's list), two rt_sigprocmask calls each time, 0.17-0.25 us each here: 17 calls a fault for a
  * handler thread unwinding python's stacks at ample -L (strace); on program threads, 7,100 for the
  * 378 stacks and 109 allocation sites of a traced `python3 -c pass`. Where the thread's mask is
  * known they are answered here: on our threads from the mask the thread keeps, with the system call
- * only where it changes; inside a seal from its view, with none (nothing the program could be sent
- * gets through meanwhile, and the seal's end puts the thread's mask back). */
+ * only where it changes; inside a seal from its view, with a call only to block what the real mask
+ * lets through (in the stack signal's handler, the CPU's own faults: a kill -SEGV must not run the
+ * program's handler while libunwind holds a lock it may take too), once a seal. */
 bool rt_known_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	uint64_t *kept = tls_own ? &tls_own_mask : tls_sealed ? &tls_sealed_view : NULL;
+	uint64_t *kept = tls_own ? &tls_own_mask : seal_holds() ? &tls_sealed_view : NULL;
 	if (!kept)
 		return false;
 	uint64_t now = *kept, want = now;
@@ -83,33 +95,47 @@ bool rt_known_sigmask(int how, const sigset_t *set, sigset_t *old)
 		return false;
 	if (want != now && tls_own)
 		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &want, NULL, sizeof(want));
+	if (!tls_own && (want & ~tls_sealed_real)) {
+		uint64_t more = want & ~tls_sealed_real;
+		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &more, NULL, sizeof(more));
+		tls_sealed_real |= more;
+	}
 	*kept = want;
 	if (old)
 		memcpy(old, &now, sizeof(now)); /* what the kernel writes: its 64 signals */
 	return true;
 }
 
-/* Everything blocked, the CPU's own faults too: a kill -SEGV from outside would otherwise run the
- * program's handler inside the seal. */
-struct rt_seal rt_signals_seal(void)
+static void seal_enter(uint64_t view, uint64_t real, const void *at)
+{
+	tls_sealed_view = view;
+	tls_sealed_real = real;
+	tls_sealed_at = (uintptr_t)at;
+}
+
+/* Every signal but glibc's SIGSETXID (whose handler sets no mask, and for which set*id in another
+ * thread waits), the CPU's own faults too. */
+struct rt_seal rt_signals_seal(const void *at)
 {
 	struct rt_seal s = { .blocked = false, .saved = 0 };
 	if (tls_own)
 		return s;
-	if (tls_sealed == 0) {
-		uint64_t all = ~0ull;
-		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &s.saved, sizeof(all));
-		tls_sealed_view = s.saved;
+	if (!seal_holds()) {
+		uint64_t block = own_signal_mask();
+		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &block, &s.saved, sizeof(block));
+		seal_enter(s.saved, kernel_mask(s.saved | block), at);
 		s.blocked = true;
 	}
 	tls_sealed++; /* only once blocked: a signal taken before sees no seal */
 	return s;
 }
 
-struct rt_seal rt_signals_seal_blocked(uint64_t view)
+struct rt_seal rt_signals_seal_blocked(uint64_t view, uint64_t real, const void *at)
 {
-	if (!tls_own && tls_sealed++ == 0)
-		tls_sealed_view = view;
+	if (!tls_own && !seal_holds())
+		seal_enter(view, kernel_mask(real), at);
+	if (!tls_own)
+		tls_sealed++;
 	return (struct rt_seal){ .blocked = false, .saved = 0 };
 }
 
@@ -117,13 +143,14 @@ void rt_signals_unseal(struct rt_seal s)
 {
 	if (tls_own)
 		return;
-	tls_sealed--; /* before the mask comes back: a signal taken after sees no seal */
+	if (tls_sealed)
+		tls_sealed--; /* before the mask comes back: a signal taken after sees no seal */
 	if (s.blocked)
 		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &s.saved, NULL, sizeof(s.saved));
 }
 
 /* A program's handler that runs inside a seal (a signal the seal's mask lets through: the CPU's
- * own faults in the stack signal's handler) sets masks of its own, for real. */
+ * own faults, SIGSETXID) sets masks of its own, for real. */
 unsigned rt_signals_seal_hide(void)
 {
 	unsigned depth = tls_sealed;

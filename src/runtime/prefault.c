@@ -68,7 +68,7 @@ uint32_t prefault_caller_stack_ips(uint64_t *ips, unsigned *depth)
 	struct own_code c = threads_own_code_begin();
 	/* libunwind's masks inside, answered without system calls: 30 calls an unwind otherwise at
 	 * a python3's start (rt_known_sigmask). */
-	struct rt_seal seal = rt_signals_seal();
+	struct rt_seal seal = rt_signals_seal(&c);
 	int n = unw_backtrace((void **)ips, (int)PREFAULT_IPS_MAX);
 	rt_signals_unseal(seal);
 	unsigned d = 0;

@@ -251,17 +251,18 @@ int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
  * changes nothing; inside a seal, answered from the seal's view. False elsewhere, or for an invalid
  * `how` (the caller makes the real call). */
 bool rt_known_sigmask(int how, const sigset_t *set, sigset_t *old);
-/* A seal: a stretch of fltrace's code on a program thread with every signal blocked, in which
- * libunwind's masks cost no system call (rt_known_sigmask). rt_signals_seal blocks them (two system
- * calls, none inside another seal or on our threads); rt_signals_seal_blocked is for code that runs
- * with them blocked already (the stack signal's handler), `view` the mask it was entered from.
- * Hidden while a program's handler runs inside one. */
+/* A seal: a stretch of fltrace's code on a program thread with the program's signals blocked, in
+ * which libunwind's masks cost no system call (rt_known_sigmask). rt_signals_seal blocks them (two
+ * system calls, none inside another seal or on our threads); rt_signals_seal_blocked is for code
+ * that runs with them blocked already (the stack signal's handler): `view`, the mask it was entered
+ * from, `real`, the one it runs with. `at`: an address in the sealing function's frame (a call from
+ * above it finds the seal stale). Hidden while a program's handler runs inside one. */
 struct rt_seal {
 	bool blocked;
 	uint64_t saved;
 };
-struct rt_seal rt_signals_seal(void);
-struct rt_seal rt_signals_seal_blocked(uint64_t view);
+struct rt_seal rt_signals_seal(const void *at);
+struct rt_seal rt_signals_seal_blocked(uint64_t view, uint64_t real, const void *at);
 void rt_signals_unseal(struct rt_seal s);
 unsigned rt_signals_seal_hide(void);
 void rt_signals_seal_show(unsigned depth);

@@ -159,13 +159,23 @@ struct stack_job {
 	bool own_stack; /* running on the slot's own stack (stack_own_top) */
 };
 
+/* The mask the stack signal's handler runs with: its sa_mask, the signal, and the interrupted one. */
+static uint64_t stack_handler_sa_mask;
+
 static void stack_take_and_record(void *arg)
 {
 	struct stack_job *j = arg;
 	struct rt_thread *t = j->t;
 	uint64_t ips[rt.cfg.stack_depth + 16];
 	uint64_t t0 = rt_mono_ns();
+	/* The program's signals are blocked here (sa_mask): the unwind's masks are answered without
+	 * system calls, on whichever stack this runs (the seal's frame is this one). */
+	uint64_t entered_from;
+	memcpy(&entered_from, &j->uc->uc_sigmask, sizeof(entered_from));
+	struct rt_seal seal = rt_signals_seal_blocked(entered_from, entered_from | stack_handler_sa_mask |
+							      1ull << (rt.sig - 1), &seal);
 	unsigned d = stack_at_fault(t, j->uc, ips, j->own_stack); /* meanwhile the handler puts the page in */
+	rt_signals_unseal(seal);
 	t0 = rt_time_add(&rt.stats.time.sigstack, t0);
 	int served = wait_served(t);
 	t0 = rt_time_add(&rt.stats.time.sigwait, t0);
@@ -276,11 +286,6 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	if (from >= 0 && from != cpu)
 		atomic_fetch_add_explicit(&rt.stats.signals_remote, 1, memory_order_relaxed);
 	rt_tls_internal++;
-	/* Every signal but the CPU's own faults is blocked here (sa_mask): the unwind's masks are
-	 * answered without system calls. */
-	uint64_t entered_from;
-	memcpy(&entered_from, &((ucontext_t *)ucv)->uc_sigmask, sizeof(entered_from));
-	struct rt_seal seal = rt_signals_seal_blocked(entered_from);
 	struct stack_job job = { .t = t, .uc = ucv };
 	void *top = stack_own_top(t, ucv);
 	if (top) {
@@ -289,7 +294,6 @@ static void handler_on_signal(int sig, siginfo_t *si, void *ucv)
 	} else {
 		stack_take_and_record(&job);
 	}
-	rt_signals_unseal(seal);
 	rt_tls_internal--;
 	atomic_store(&t->busy, 0);
 	atomic_store(&t->state, REQ_IDLE);
@@ -313,6 +317,7 @@ void handler_signal_init(void)
 	sigdelset(&sa.sa_mask, SIGILL);
 	sigdelset(&sa.sa_mask, SIGFPE);
 	sigdelset(&sa.sa_mask, SIGTRAP);
+	memcpy(&stack_handler_sa_mask, &sa.sa_mask, sizeof(stack_handler_sa_mask));
 	syscall(SYS_rt_sigaction, rt.sig, NULL, NULL, 8); /* probe: the signal exists */
 	rt_real_sigaction(rt.sig, &sa, NULL);
 }
@@ -350,7 +355,14 @@ struct program_alt stack_before_program_handler(const void *ucv)
 		atomic_store(&t->signal_ns, now);
 		atomic_store_explicit(&rt.program_signal_ns, now, memory_order_relaxed);
 	}
-	if (t && rt.sig > 0 && request_open(t)) {
+	/* Not when it interrupted fltrace's own code (there the thread is at no fault of the program's),
+	 * nor anything running with the stack signal blocked, as its handler runs: come in on top of that
+	 * handler before it took the request (a signal it lets through: the CPU's faults, sent by kill),
+	 * it waited PROGRAM_WAIT_NS for the very signal it sat on, and a SIGSEGV sent every ms so waited
+	 * at each, for ever (memops segvstorm). */
+	bool in_ours = prefault_is_own_frame((uint64_t)uc->uc_mcontext.gregs[REG_RIP]) ||
+		       (rt.sig > 0 && sigismember(&uc->uc_sigmask, rt.sig));
+	if (t && rt.sig > 0 && !in_ours && request_open(t)) {
 		uint64_t only = 1ull << (rt.sig - 1), was = 0;
 		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &only, &was, sizeof(only));
 		struct timespec pause = { 0, 20 * 1000 };

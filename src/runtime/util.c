@@ -1,5 +1,5 @@
 /* Small helpers of the runtime that must not allocate or touch program memory:
- * clocks, untracked memory, logging to stderr. */
+ * clocks, untracked memory, futex waits, logging to stderr. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>

@@ -60,6 +60,13 @@ same_output memops_daemon "$L8" "$PROGS/memops" daemon &&
 same_output memops_masks "$L8" "$PROGS/memops" masks &&
 	expect_stat memops_masks_sites "$TMP/memops_masks" allocs_big -ge 64 &&
 	expect_stat memops_masks_stacks "$TMP/memops_masks" faults_nostack -eq 0
+# ... with every stack by the stack signal, whose handler holds the seal
+FLTRACE_STACKS=signal same_output memops_masks_signal "$L8" "$PROGS/memops" masks &&
+	expect_stat memops_masks_signal_stacks "$TMP/memops_masks_signal" stacks_by_handler -eq 0
+# SIGSEGV sent every ms while the program touches memory: a program handler that came in on top
+# of the stack signal's own waited for that very signal, again at each (it hung)
+# (every stack by the signal: 150,000 of them, where it hung within seconds)
+FLTRACE_STACKS=signal SAME_OUTPUT_TIMEOUT=120 same_output memops_segvstorm "$L8" "$PROGS/memops" segvstorm
 # write(2) of an evicted buffer while another thread signals the writer every 200 us: each fault
 # of the kernel's copy is left before the thread is seen asleep in it (it faulted for ever)
 same_output memops_sigwrite "-L 8 -M 1024 --policy fifo" "$PROGS/memops" sigwrite

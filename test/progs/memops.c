@@ -339,6 +339,49 @@ static int mode_masks(void)
 	return 0;
 }
 
+static volatile sig_atomic_t got_segv, storm_stop;
+
+static void on_segv(int sig)
+{
+	(void)sig;
+	got_segv = 1;
+}
+
+static void *segv_sender(void *arg)
+{
+	pthread_t main_thread = *(pthread_t *)arg;
+	struct timespec ms = { 0, 1000 * 1000 };
+	while (!storm_stop) {
+		pthread_kill(main_thread, SIGSEGV);
+		nanosleep(&ms, NULL);
+	}
+	return NULL;
+}
+
+/* SIGSEGV sent (not raised by the CPU) every ms while the thread touches memory: the stack
+ * signal's handler lets the CPU's faults through, and a program handler that came in on top of it
+ * waited for the very signal it interrupted, again at each SIGSEGV (it hung). */
+static int mode_segvstorm(void)
+{
+	struct sigaction sa = { .sa_handler = on_segv, .sa_flags = SA_RESTART };
+	sigaction(SIGSEGV, &sa, NULL);
+	pthread_t self = pthread_self(), sender;
+	pthread_create(&sender, NULL, segv_sender, &self);
+	size_t n = 32 * MB;
+	char *p = heap(n, 61);
+	uint64_t a = checksum(p, n), b = 0;
+	for (int i = 0; i < 16; i++) /* at -L 8, 16 scans of 32 MB: 130,000 faults, some 1,000 signals */
+		b = b * 31 + checksum(p, n) + (uint64_t)(p[(size_t)i << 12] ^= 1);
+	struct timespec ms = { 0, 1000 * 1000 };
+	while (!got_segv) /* a machine too busy to run the sender meanwhile */
+		nanosleep(&ms, NULL);
+	storm_stop = 1;
+	pthread_join(sender, NULL);
+	printf("segv storm: %016llx %016llx, handler ran %d\n", (unsigned long long)a, (unsigned long long)b,
+	       (int)got_segv);
+	return 0;
+}
+
 static void *exit_thread(void *arg)
 {
 	char *p = heap(8 * MB, 41);
@@ -732,7 +775,7 @@ static const struct {
 	{ "dup2", mode_dup2 },     { "rawzap", mode_rawzap }, { "forkthreads", mode_forkthreads },
 	{ "forkdlopen", mode_forkdlopen }, { "forkunwind", mode_forkunwind }, { "forkfiles", mode_forkfiles },
 	{ "sigwrite", mode_sigwrite },     { "forkwalk", mode_forkwalk }, { "forkblocked", mode_forkblocked },
-	{ "daemon", mode_daemon },  { "masks", mode_masks },
+	{ "daemon", mode_daemon },  { "masks", mode_masks }, { "segvstorm", mode_segvstorm },
 };
 
 int main(int argc, char **argv)
@@ -743,7 +786,7 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[1], modes[i].name))
 			return modes[i].run();
 	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|forkwalk|forkblocked|daemon|sigwrite|\n"
-			"              syscalls|remap|madvise|signals|masks|waits|\n"
+			"              syscalls|remap|madvise|signals|masks|segvstorm|waits|\n"
 			"              dup2|rawzap|exit HOW\n");
 	return 2;
 }
