@@ -17,13 +17,18 @@
 #include "maps.h"
 
 #define MAPS_MAX (8u << 20)
-#define SEEN_MAX 65536 /* power of two: hashes of lines / objects already written */
+/* Hashes of lines and objects already written: a set that doubles past half full, from a size
+ * whose pages a short run touches all the same (at 65,536 from the start, its first snapshot's
+ * hundred lines, hashed at random, were a hundred page faults of a traced /bin/true's 666). */
+#define SEEN_START 512u
+#define SEEN_MAX 65536u
 
 static struct {
 	char *buf;          /* scratch for one snapshot */
 	char *shown;        /* --files=all: the snapshot with taken-over ranges showing their files */
 	uint64_t last_hash;
 	uint64_t *seen;     /* open addressing set of line and object hashes */
+	unsigned seen_cap, seen_n;
 	int procmaps_fd;
 	_Atomic int lock;
 } mh = { .procmaps_fd = -1 };
@@ -38,17 +43,42 @@ static uint64_t hash_bytes(const char *p, size_t n, uint64_t seed)
 	return h ? h : 1;
 }
 
-static bool seen_insert(uint64_t h) /* true if new */
+static bool seen_add(uint64_t *set, unsigned cap, uint64_t h) /* true if new */
 {
-	for (unsigned i = (unsigned)h & (SEEN_MAX - 1), n = 0; n < SEEN_MAX; i = (i + 1) & (SEEN_MAX - 1), n++) {
-		if (mh.seen[i] == h)
+	for (unsigned i = (unsigned)h & (cap - 1), n = 0; n < cap; i = (i + 1) & (cap - 1), n++) {
+		if (set[i] == h)
 			return false;
-		if (mh.seen[i] == 0) {
-			mh.seen[i] = h;
+		if (set[i] == 0) {
+			set[i] = h;
 			return true;
 		}
 	}
 	return true; /* full: writing twice is harmless */
+}
+
+static void seen_grow(void)
+{
+	unsigned cap = mh.seen_cap * 2;
+	uint64_t *set = cap <= SEEN_MAX ? rt_map(cap * sizeof(uint64_t)) : NULL;
+	if (!set)
+		return;
+	for (unsigned i = 0; i < mh.seen_cap; i++)
+		if (mh.seen[i])
+			seen_add(set, cap, mh.seen[i]);
+	rt_unmap(mh.seen, mh.seen_cap * sizeof(uint64_t));
+	mh.seen = set;
+	mh.seen_cap = cap;
+}
+
+static bool seen_insert(uint64_t h) /* true if new */
+{
+	if (!mh.seen)
+		return true;
+	if (mh.seen_n * 2 >= mh.seen_cap)
+		seen_grow();
+	bool added = seen_add(mh.seen, mh.seen_cap, h);
+	mh.seen_n += added;
+	return added;
 }
 
 static size_t maps_read(void)
@@ -168,7 +198,9 @@ void maps_snapshot(void)
 	maps_lock();
 	if (!mh.buf) {
 		mh.buf = rt_map(MAPS_MAX);
-		mh.seen = rt_map(SEEN_MAX * sizeof(uint64_t));
+		mh.seen = rt_map(SEEN_START * sizeof(uint64_t));
+		mh.seen_cap = SEEN_START;
+		mh.seen_n = 0;
 	}
 	size_t len = maps_read();
 	uint64_t h = hash_bytes(mh.buf, len, 0);
@@ -209,7 +241,7 @@ void maps_fork_child(void)
 	if (mh.buf)
 		rt_unmap(mh.buf, MAPS_MAX);
 	if (mh.seen)
-		rt_unmap(mh.seen, SEEN_MAX * sizeof(uint64_t));
+		rt_unmap(mh.seen, mh.seen_cap * sizeof(uint64_t));
 	mh.buf = NULL;
 	mh.seen = NULL;
 	mh.last_hash = 0;

@@ -20,7 +20,7 @@
 #define TRACE_RANDOM_HEAD (1ull << 20) /* trace_open */
 /* The interning table starts small and doubles at half full: its entries land on random pages,
  * so a table sized for the worst case became up to 24 MB of the program's RSS. */
-#define STACK_TABLE_START 4096u   /* entries; a power of two */
+#define STACK_TABLE_START 256u    /* entries, a power of two: two pages (4,096 made 24, hashed at random) */
 #define STACK_TABLE_MAX (1u << 24) /* past it, new stacks are not interned (FT_NO_STACK) */
 
 struct stack_entry {
