@@ -12,10 +12,15 @@ void handler_signal_init(void); /* installs the stack signal */
 bool handler_owns_signal(int sig);
 /* A signal of the program's own arrived (uc: its context); what stack_after_program_handler takes
  * back once the program's handler has returned. */
+/* What the entry in front of a program's handler keeps while it runs: the alternate stack it runs on
+ * (lo, size), the seal it came in on top of (hidden meanwhile), and the system call whose buffer
+ * the thread was touching (prefault.c: the handler's own calls use the same thread-local state). */
 struct program_alt {
 	uintptr_t lo;
 	size_t size;
-	unsigned seal_depth; /* the seal the program's handler ran inside (rt_signals_seal_hide) */
+	struct rt_seal_hidden seal;
+	int prefault_nr;
+	bool prefault_kernel_writes;
 };
 struct program_alt stack_before_program_handler(const void *uc);
 void stack_after_program_handler(struct program_alt was);

@@ -84,7 +84,8 @@ static bool seal_holds(void)
  * known they are answered here: on our threads from the mask the thread keeps, with the system call
  * only where it changes; inside a seal from its view, with a call only to block what the real mask
  * lets through (in the stack signal's handler, the CPU's own faults: a kill -SEGV must not run the
- * program's handler while libunwind holds a lock it may take too), once a seal. */
+ * program's handler while libunwind holds a lock it may take too), once a seal; there that stays
+ * blocked until the handler returns (sigreturn puts the interrupted mask back). */
 bool rt_known_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	uint64_t *kept = tls_own ? &tls_own_mask : seal_holds() ? &tls_sealed_view : NULL;
@@ -150,17 +151,21 @@ void rt_signals_unseal(struct rt_seal s)
 }
 
 /* A program's handler that runs inside a seal (a signal the seal's mask lets through: the CPU's
- * own faults, SIGSETXID) sets masks of its own, for real. */
-unsigned rt_signals_seal_hide(void)
+ * own faults, SIGSETXID) sets masks of its own, for real; a seal of its own inside it leaves the
+ * hidden one as it was. */
+struct rt_seal_hidden rt_signals_seal_hide(void)
 {
-	unsigned depth = tls_sealed;
+	struct rt_seal_hidden h = { tls_sealed, tls_sealed_view, tls_sealed_real, tls_sealed_at };
 	tls_sealed = 0;
-	return depth;
+	return h;
 }
 
-void rt_signals_seal_show(unsigned depth)
+void rt_signals_seal_show(struct rt_seal_hidden h)
 {
-	tls_sealed = depth;
+	tls_sealed = h.depth;
+	tls_sealed_view = h.view;
+	tls_sealed_real = h.real;
+	tls_sealed_at = h.at;
 }
 
 /* glibc counts live threads in __nptl_nthreads: whichever thread takes it to zero calls exit(0)

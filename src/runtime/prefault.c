@@ -67,10 +67,14 @@ uint32_t prefault_caller_stack_ips(uint64_t *ips, unsigned *depth)
 {
 	struct own_code c = threads_own_code_begin();
 	/* libunwind's masks inside, answered without system calls: 30 calls an unwind otherwise at
-	 * a python3's start (rt_known_sigmask). */
+	 * a python3's start (rt_known_sigmask). Not cancelled inside (glibc 2.34+: no system call),
+	 * which would leave the seal behind. */
+	int cancel;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	struct rt_seal seal = rt_signals_seal(&c);
 	int n = unw_backtrace((void **)ips, (int)PREFAULT_IPS_MAX);
 	rt_signals_unseal(seal);
+	pthread_setcancelstate(cancel, NULL);
 	unsigned d = 0;
 	for (int i = 0; i < n && d < rt.cfg.stack_depth; i++) /* in place: d <= i */
 		if (d || !prefault_is_own_frame(ips[i]))

@@ -264,8 +264,13 @@ struct rt_seal {
 struct rt_seal rt_signals_seal(const void *at);
 struct rt_seal rt_signals_seal_blocked(uint64_t view, uint64_t real, const void *at);
 void rt_signals_unseal(struct rt_seal s);
-unsigned rt_signals_seal_hide(void);
-void rt_signals_seal_show(unsigned depth);
+struct rt_seal_hidden {
+	unsigned depth;
+	uint64_t view, real;
+	uintptr_t at;
+};
+struct rt_seal_hidden rt_signals_seal_hide(void);
+void rt_signals_seal_show(struct rt_seal_hidden h);
 bool rt_own_thread(void); /* the calling thread is one of fltrace's (rt_thread_create) */
 
 #endif

@@ -343,10 +343,14 @@ static bool request_open(const struct rt_thread *t)
 struct program_alt stack_before_program_handler(const void *ucv)
 {
 	struct program_alt prev = tls_program_alt;
-	prev.seal_depth = rt_signals_seal_hide();
+	prev.seal = rt_signals_seal_hide();
+	prev.prefault_nr = rt_tls_prefault.nr;
+	prev.prefault_kernel_writes = rt_tls_prefault.kernel_writes;
 	const ucontext_t *uc = ucv;
-	if (frame_on_altstack(uc, (uintptr_t)__builtin_frame_address(0)))
-		tls_program_alt = (struct program_alt){ (uintptr_t)uc->uc_stack.ss_sp, uc->uc_stack.ss_size, 0 };
+	if (frame_on_altstack(uc, (uintptr_t)__builtin_frame_address(0))) {
+		tls_program_alt.lo = (uintptr_t)uc->uc_stack.ss_sp;
+		tls_program_alt.size = uc->uc_stack.ss_size;
+	}
 	int saved_errno = errno;
 	struct rt_thread *t = stack_own_slot();
 	if (t) {
@@ -355,14 +359,12 @@ struct program_alt stack_before_program_handler(const void *ucv)
 		atomic_store(&t->signal_ns, now);
 		atomic_store_explicit(&rt.program_signal_ns, now, memory_order_relaxed);
 	}
-	/* Not when it interrupted fltrace's own code (there the thread is at no fault of the program's),
-	 * nor anything running with the stack signal blocked, as its handler runs: come in on top of that
-	 * handler before it took the request (a signal it lets through: the CPU's faults, sent by kill),
-	 * it waited PROGRAM_WAIT_NS for the very signal it sat on, and a SIGSEGV sent every ms so waited
-	 * at each, for ever (memops segvstorm). */
-	bool in_ours = prefault_is_own_frame((uint64_t)uc->uc_mcontext.gregs[REG_RIP]) ||
-		       (rt.sig > 0 && sigismember(&uc->uc_sigmask, rt.sig));
-	if (t && rt.sig > 0 && !in_ours && request_open(t)) {
+	/* Not when it interrupted code running with the stack signal blocked, as that signal's handler
+	 * runs: come in on top of it before it took the request (a signal it lets through: the CPU's
+	 * faults, sent by kill), it waited PROGRAM_WAIT_NS for the very signal it sat on, and a SIGSEGV
+	 * sent every ms so waited at each, for ever (memops segvstorm). */
+	bool under_stack_handler = rt.sig > 0 && sigismember(&uc->uc_sigmask, rt.sig);
+	if (t && rt.sig > 0 && !under_stack_handler && request_open(t)) {
 		uint64_t only = 1ull << (rt.sig - 1), was = 0;
 		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &only, &was, sizeof(only));
 		struct timespec pause = { 0, 20 * 1000 };
@@ -376,9 +378,11 @@ struct program_alt stack_before_program_handler(const void *ucv)
 
 void stack_after_program_handler(struct program_alt was)
 {
-	rt_signals_seal_show(was.seal_depth);
-	was.seal_depth = 0;
-	tls_program_alt = was;
+	rt_signals_seal_show(was.seal);
+	rt_tls_prefault.nr = was.prefault_nr;
+	rt_tls_prefault.kernel_writes = was.prefault_kernel_writes;
+	tls_program_alt.lo = was.lo;
+	tls_program_alt.size = was.size;
 }
 
 bool handler_owns_signal(int sig)
