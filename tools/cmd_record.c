@@ -251,9 +251,8 @@ static int record_parse_far(const char *arg, struct record_opts *o)
 	int id = fltrace_backend_parse(arg, &dir);
 	if (id < 0)
 		return cli_error(CLI_EXIT_USAGE, "--far", "'%s' %s; give %s", arg,
-				 id == -1 ? "is not a far-memory backend" :
-				 strchr(arg, ':') && arg[strcspn(arg, ":") + 1] ? "takes no argument" :
-										    "lacks its argument (where the pages go)",
+				 id == -1 ? "is not a far-memory backend" : id == -3 ? "takes no argument" :
+									  "lacks its argument (where the pages go)",
 				 fltrace_backend_list(list, sizeof(list)));
 	if (id == FLTRACE_BACKEND_memcached) {
 		o->far = id;

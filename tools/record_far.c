@@ -1,6 +1,7 @@
 /* `fltrace record --far memcached:...`: the server list resolved to numeric addresses, the servers
  * checked before the command starts, and the run's items cleared from them after it ends. */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -306,7 +307,7 @@ static long far_clear_by_stats(const struct mc_addr *a, const struct record_opts
 	int fd = mc_connect(a, mc_deadline(FAR_CHECK_MS));
 	if (fd < 0)
 		return fd;
-	long err = mc_sasl_plain(fd, user, pass, deadline), asked = 0;
+	long err = mc_sasl_plain(fd, user, pass, deadline), asked = 0, lines = 0;
 	DIR *d = err ? NULL : opendir(o->outdir);
 	static char buf[1 << 16], line[1 << 16];
 	size_t used = 0;
@@ -325,6 +326,7 @@ static long far_clear_by_stats(const struct mc_addr *a, const struct record_opts
 		uint64_t ns, slots;
 		if (statsline_get(line, strlen(line), "far_ns", &ns) || statsline_get(line, strlen(line), "far_slots", &slots))
 			continue;
+		lines++;
 		for (uint64_t slot = 0; slot < slots && !err; slot++) {
 			char key[64];
 			int kl = snprintf(key, sizeof(key), "fltrace:%s:%08llx:%llx", o->far_run, (unsigned long long)ns,
@@ -351,49 +353,76 @@ static long far_clear_by_stats(const struct mc_addr *a, const struct record_opts
 			break;
 	}
 	mc_close(fd);
-	return err ? err : asked;
+	return err ? err : lines ? asked : -ENOENT;
 }
 
-/* Deletes the items of run o->far_run from every server of the list, adding up how many into
- * *cleared; returns how many servers could not be cleared (each named in a note). */
-static unsigned far_clear_pool(const struct record_opts *o, long *cleared)
+/* What clearing a run's items from the pool did. */
+struct far_cleared {
+	long items;      /* found and deleted (servers that list their keys) */
+	long asked;      /* deletes sent for the keys the run's stats lines name (servers with SASL) */
+	unsigned failed; /* servers not cleared: the first of them in `why` */
+	char why[MC_NAME_MAX + PATH_MAX + 200];
+};
+
+/* One server's items of the run: listed and deleted, again while a pass finds keys (the program's
+ * last requests, sent on its own connections just before it ended, may still be in the server's
+ * hands while a pass lists: two runs sharing the servers on a busy machine once left one item so,
+ * record_remote's remote_shared_leave_nothing, 2026-12-07); where the server lists nothing (SASL),
+ * deleted from the stats lines. Returns 0 or -errno. */
+static long far_clear_one(const struct mc_addr *a, const char *prefix, const struct record_opts *o,
+			  struct far_cleared *c)
+{
+	long done = far_clear_server(a, prefix, o);
+	for (int pass = 1; done > 0 && pass < 4; pass++) {
+		c->items += done;
+		usleep(10000);
+		done = far_clear_server(a, prefix, o);
+	}
+	if ((done == -EACCES || done == -ECONNRESET) && o->far_auth) {
+		done = far_clear_by_stats(a, o);
+		c->asked += done > 0 ? done : 0;
+	} else if (done > 0) {
+		c->items += done;
+	}
+	return done < 0 ? done : 0;
+}
+
+/* `refused_fails`: a server that refuses the connection holds nothing of the run at the end of it
+ * (nothing listens there), but is a mistake in the list given to --far-clear. */
+static void far_clear_pool(const struct record_opts *o, bool refused_fails, struct far_cleared *c)
 {
 	struct mc_addr v[MC_SERVERS_MAX];
-	unsigned n, failed = 0;
+	unsigned n;
 	char bad[MC_NAME_MAX], prefix[64];
 	snprintf(prefix, sizeof(prefix), "fltrace:%s:", o->far_run);
-	*cleared = 0;
+	memset(c, 0, sizeof(*c));
 	if (mc_list_parse(o->far_dir, v, MC_SERVERS_MAX, &n, bad, sizeof(bad)) < 0)
-		return 1;
+		n = 0;
 	for (unsigned i = 0; i < n; i++) {
-		/* Again while a pass finds keys: the program's last requests, sent on its own connections
-		 * just before it ended, may still be in the server's hands while a pass lists (two runs
-		 * sharing the servers on a busy machine once left one item so: record_remote's
-		 * remote_shared_leave_nothing, 2026-12-07). A pass that finds none ends it. */
-		long done = far_clear_server(&v[i], prefix, o), all = done > 0 ? done : 0;
-		for (int pass = 1; done > 0 && pass < 4; pass++) {
-			usleep(10000);
-			done = far_clear_server(&v[i], prefix, o);
-			all += done > 0 ? done : 0;
-		}
-		if ((done == -EACCES || done == -ECONNRESET) && o->far_auth)
-			done = far_clear_by_stats(&v[i], o); /* deletes asked, not items found: not counted */
-		*cleared += all;
-		if (done < 0 && done != -ECONNREFUSED) { /* refused: nothing listens, nothing is kept there */
-			cli_note("note: far memory: the items of this run (keys %s*) could not be cleared from "
-				 "server %s (%s); they stay until it restarts or they are deleted", prefix, v[i].name,
-				 mc_conn_strerror((int)done));
-			failed++;
-		}
+		long err = far_clear_one(&v[i], prefix, o, c);
+		if (!err || (err == -ECONNREFUSED && !refused_fails))
+			continue;
+		if (c->failed++)
+			continue;
+		if (err == -ENOENT)
+			snprintf(c->why, sizeof(c->why), "server %s lists no keys (SASL) and %s holds no stats file "
+				 "of a process with far memory to name them", v[i].name, o->outdir);
+		else
+			snprintf(c->why, sizeof(c->why), "server %s: %s%s", v[i].name, mc_conn_strerror((int)err),
+				 err == -EACCES && !o->far_auth ? " (it lists no keys without SASL: --far-auth)" : "");
 	}
-	return failed;
 }
 
 void record_clear_far(const struct record_opts *o)
 {
-	long cleared;
-	if (o->far == FLTRACE_BACKEND_memcached && o->far_run[0])
-		far_clear_pool(o, &cleared);
+	struct far_cleared c;
+	if (o->far != FLTRACE_BACKEND_memcached || !o->far_run[0])
+		return;
+	far_clear_pool(o, false, &c);
+	if (c.failed)
+		cli_note("note: far memory: the items of this run (keys fltrace:%s:*) could not be cleared from %u "
+			 "server%s (%s); 'fltrace record --far memcached:<servers> --far-clear %s' deletes them "
+			 "once they answer", o->far_run, c.failed, c.failed == 1 ? "" : "s", c.why, o->far_run);
 }
 
 int record_far_clear_only(struct record_opts *o)
@@ -404,16 +433,26 @@ int record_far_clear_only(struct record_opts *o)
 	if (o->cmd_argv[0])
 		return cli_error(CLI_EXIT_USAGE, "--far-clear", "runs no command ('%s' given); leave it out, or "
 				 "leave --far-clear out to trace it", o->cmd_argv[0]);
-	if (strlen(o->far_clear) != 16 || strspn(o->far_clear, "0123456789abcdef") != 16)
+	if (strlen(o->far_clear) != 16 || strspn(o->far_clear, "0123456789abcdefABCDEF") != 16)
 		return cli_error(CLI_EXIT_USAGE, "--far-clear", "'%s' is not a run id; give the 16 hex digits "
 				 "of the note the run printed as it started (its items are keyed fltrace:<id>:...)",
 				 o->far_clear);
-	memcpy(o->far_run, o->far_clear, sizeof(o->far_run));
+	for (int i = 0; i < 16; i++)
+		o->far_run[i] = (char)tolower((unsigned char)o->far_clear[i]);
+	o->far_run[16] = '\0';
 	/* Servers with SASL list nothing: the keys come from the run's stats lines in -o's directory. */
 	if (!realpath(o->outdir_arg, o->outdir))
-		o->outdir[0] = '\0';
-	long cleared;
-	unsigned failed = far_clear_pool(o, &cleared);
-	cli_note("far memory: %ld item%s of run %s deleted", cleared, cleared == 1 ? "" : "s", o->far_run);
-	return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+		snprintf(o->outdir, sizeof(o->outdir), "%s", o->outdir_arg);
+	struct far_cleared c;
+	far_clear_pool(o, true, &c);
+	if (c.failed)
+		return cli_error(CLI_EXIT_FAIL, "--far-clear", "%s%s; check the list (and -o, --far-auth), then "
+				 "run it again: what was deleted stays deleted", c.why,
+				 c.failed > 1 ? ", and more servers failed" : "");
+	if (c.asked)
+		cli_note("far memory: %ld item%s of run %s deleted, and %ld deletes sent for the keys its stats "
+			 "files name", c.items, c.items == 1 ? "" : "s", o->far_run, c.asked);
+	else
+		cli_note("far memory: %ld item%s of run %s deleted", c.items, c.items == 1 ? "" : "s", o->far_run);
+	return CLI_EXIT_OK;
 }

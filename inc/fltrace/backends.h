@@ -25,7 +25,8 @@ enum fltrace_backend { FLTRACE_BACKENDS(FLTRACE_BACKEND_ENUM_ROW) FLTRACE_BACKEN
 #undef FLTRACE_BACKEND_ENUM_ROW
 
 /* "mem", "file:/dir" or "memcached:h:p,...": its row, with *arg the part after ':' (NULL if none); -1
- * if there is no such backend, -2 if it needs an argument and has none (or has one it does not take). */
+ * if there is no such backend, -2 if it needs an argument and has none, -3 if it has one (or a ':')
+ * it does not take. */
 int fltrace_backend_parse(const char *spec, const char **arg);
 const char *fltrace_backend_name(unsigned id); /* "?" past the table */
 const char *fltrace_backend_help(unsigned id);

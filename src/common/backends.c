@@ -23,8 +23,10 @@ int fltrace_backend_parse(const char *spec, const char **arg)
 	for (unsigned i = 0; i < FLTRACE_BACKEND_COUNT; i++) {
 		if (strlen(backend_names[i]) != n || strncmp(spec, backend_names[i], n) != 0)
 			continue;
-		bool has_arg = colon && colon[1];
-		if (has_arg != (backend_args[i][0] != 0) || (colon && !has_arg))
+		bool has_arg = colon && colon[1], takes = backend_args[i][0] != 0;
+		if (!takes && colon)
+			return -3;
+		if (!has_arg && takes)
 			return -2;
 		*arg = has_arg ? colon + 1 : NULL;
 		return (int)i;

@@ -222,6 +222,8 @@ expect_error remote_far_clear_without_servers 2 "--far-clear: clears a run's ite
 	"$FLTRACE" record --far-clear 0123456789abcdef
 expect_error remote_far_clear_with_command 2 "--far-clear: runs no command \('true' given\)" \
 	"$FLTRACE" record --far "memcached:$list" --far-clear 0123456789abcdef -- true
+expect_error remote_far_clear_refused 1 "--far-clear: server 127.0.0.1:1: refused the connection" \
+	"$FLTRACE" record --far "memcached:$list,127.0.0.1:1" --far-clear 0123456789abcdef
 $MC stop "$MCD"
 evicting=$($MC start "$MCD" 1 evicting -m 1024)
 expect_error remote_evicting_refused 2 "--far: server $evicting evicts items when it is full \(started without -M\)" \
