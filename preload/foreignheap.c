@@ -198,6 +198,8 @@ __attribute__((constructor(101))) static void foreignheap_init(void)
 			fh.theirs[i] = dlsym(RTLD_DEFAULT, fnames[i]);
 			foreign |= fh.theirs[i] != NULL;
 		}
+	if (!fh.theirs[F_MALLOC])
+		heap_start(); /* the program's heap is ours: started before tracking begins */
 	if (!foreign)
 		return;
 	/* A block the program's malloc gave the loader goes back through its free (and realloc, if it

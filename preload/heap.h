@@ -12,6 +12,9 @@ void *heap_internal_alloc(size_t n, size_t align);
 void *heap_internal_realloc(void *p, size_t n);
 bool heap_internal_owns(const void *p);
 
+/* Starts the heap (jemalloc's arena and this thread's cache) before tracking begins. */
+void heap_start(void);
+
 /* Our definition of malloc, calloc, realloc or free (NULL for other names): what a lookup in the
  * process finds unless something before us in its scope, the executable, defines the name too. */
 void *heap_own_fn(const char *name);

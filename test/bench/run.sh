@@ -569,8 +569,9 @@ cat <<- 'EOF'
 	as a share of all faults perf stat counts (perf also counts stack, library, file and page-table
 	faults that fltrace does not track, so below 100% is expected; far above 100% would be double
 	counting); leaf on a source line = share of faults whose innermost frame resolves to file:line.
-	floor rows: the raw userfaultfd round trip on this machine (uffd_floor.c), µs per fault; the gap
-	line compares them with fillscan. report rows: `fltrace report` speed. Noise: shared VM; read
+	floor rows: the raw userfaultfd round trip on this machine (uffd_floor.c), µs per fault, and
+	perf-sampled-first-touch: the kernel's own first touch recorded by a perf event with 2 KiB of the
+	stack (the faulting thread's share of a tracer that unwinds later); the gap line compares them with fillscan. report rows: `fltrace report` speed. Noise: shared VM; read
 	ratios and orders of magnitude, compare only numbers from the same invocation.
 	EOF
 if [ -s "$TMP/remote" ]; then

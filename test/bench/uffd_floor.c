@@ -1,5 +1,6 @@
 /* Bench: the per-fault floor on this machine, the raw cost of resolving a first-touch fault through
- * userfaultfd in each way a tracer can (handler thread, + signal and unwind, SIGBUS in-thread), and
+ * userfaultfd in each way a tracer can (handler thread, + signal and unwind, SIGBUS in-thread), the
+ * kernel's own first touch recorded by a perf event with what an unwind needs later, and
  * the per-page floor of eviction's two kernel calls (taking a page out with UFFDIO_MOVE, emptying
  * a far slot), alone and with another thread of the process running on another CPU.
  * Usage: uffd_floor [pages=8192] [reps=5]; prints "floor,<mode>,<median_us>,<min_us>,<max_us>". */
@@ -7,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libunwind.h>
+#include <linux/perf_event.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <sched.h>
@@ -36,6 +38,10 @@ enum mode {
 	MODE_SIGNAL,  /* handler thread: read -> UFFDIO_COPY DONTWAKE -> signal; the faulting
 	                 thread unwinds in its handler and retries the access */
 	MODE_SIGBUS,  /* UFFD_FEATURE_SIGBUS: the faulting thread unwinds and copies in its handler */
+	MODE_PERF,    /* no userfaultfd: the kernel's first touch, each recorded by a perf event of
+	                 the thread (PERF_COUNT_SW_PAGE_FAULTS, every fault) with its user registers and
+	                 2 KiB of its stack, into a ring read afterwards: the faulting thread's share
+	                 of a design that unwinds elsewhere, later */
 	/* Eviction, per page (µs per page, not per fault), on every other page of an area as the
 	 * policy's victims are (scattered), unless said: */
 	MODE_MOVE_PAGE, /* one UFFDIO_MOVE per page */
@@ -166,6 +172,56 @@ static void *toucher_main(void *p)
 	return NULL;
 }
 
+#define PERF_STACK_BYTES 2048
+
+/* The perf event of MODE_PERF on this thread, and its ring (mapped into *ring, *ring_len). */
+static int perf_open_faults(void **ring, size_t *ring_len)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(a),
+		.config = PERF_COUNT_SW_PAGE_FAULTS,
+		.sample_period = 1,
+		.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR |
+			       PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER,
+		.sample_regs_user = (1ull << 6) | (1ull << 7) | (1ull << 8), /* bp, sp, ip */
+		.sample_stack_user = PERF_STACK_BYTES,
+		.exclude_kernel = 1,
+		.exclude_hv = 1,
+		.disabled = 1,
+	};
+	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		die("perf_event_open (needs root or perf_event_paranoid <= 1)");
+	/* Room for every sample of the run, so that none is lost while nothing reads. */
+	size_t per = PERF_STACK_BYTES + 128, need = fl.pages * per, pages = 1;
+	while (pages * PAGE < need)
+		pages <<= 1;
+	*ring_len = (pages + 1) * PAGE;
+	*ring = mmap(NULL, *ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*ring == MAP_FAILED)
+		die("mmap of the perf ring");
+	return fd;
+}
+
+/* The samples the ring holds (every fault's, or the floor would flatter the design). */
+static size_t perf_count_samples(void *ring)
+{
+	struct perf_event_mmap_page *m = ring;
+	char *data = (char *)ring + m->data_offset;
+	uint64_t head = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE), n = 0;
+	for (uint64_t at = m->data_tail; at < head;) {
+		struct perf_event_header *h = (void *)(data + at % m->data_size);
+		n += h->type == PERF_RECORD_SAMPLE;
+		if (h->type == PERF_RECORD_LOST) {
+			errno = ENOBUFS;
+			die("perf ring lost samples");
+		}
+		at += h->size;
+	}
+	return n;
+}
+
 /* One repetition: a fresh area of fl.pages pages, each written once; returns µs per fault. */
 static double floor_once(const struct floor_case *c)
 {
@@ -173,7 +229,7 @@ static double floor_once(const struct floor_case *c)
 	fl.area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fl.area == MAP_FAILED)
 		die("mmap");
-	if (c->mode != MODE_NATIVE) {
+	if (c->mode != MODE_NATIVE && c->mode != MODE_PERF) {
 		fl.uffd = uffd_open(c->mode == MODE_SIGBUS ? UFFD_FEATURE_SIGBUS : 0);
 		struct uffdio_register reg = {
 			.range = { .start = (uintptr_t)fl.area, .len = len },
@@ -190,6 +246,11 @@ static double floor_once(const struct floor_case *c)
 	    pthread_create(&handler, NULL, handler_main, &ha) != 0)
 		die("pthread_create");
 	usleep(1000); /* let the handler block in read() first */
+	void *ring = NULL;
+	size_t ring_len = 0;
+	int perf_fd = c->mode == MODE_PERF ? perf_open_faults(&ring, &ring_len) : -1;
+	if (perf_fd >= 0)
+		ioctl(perf_fd, PERF_EVENT_IOC_ENABLE, 0);
 
 	double t0 = now_us();
 	if (c->threads > 1) {
@@ -209,9 +270,18 @@ static double floor_once(const struct floor_case *c)
 	}
 	double t1 = now_us();
 
+	if (perf_fd >= 0) {
+		ioctl(perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+		if (perf_count_samples(ring) < fl.pages) {
+			errno = ENODATA;
+			die("perf recorded fewer faults than were taken");
+		}
+		munmap(ring, ring_len);
+		close(perf_fd);
+	}
 	if (c->mode == MODE_HANDLER || c->mode == MODE_SIGNAL)
 		pthread_join(handler, NULL);
-	if (c->mode != MODE_NATIVE)
+	if (c->mode != MODE_NATIVE && c->mode != MODE_PERF)
 		close(fl.uffd);
 	munmap(fl.area, len);
 	unpin();
@@ -316,6 +386,7 @@ int main(int argc, char **argv)
 	int other = ncpu > 1 ? 1 : 0;
 	const struct floor_case cases[] = {
 		{ "native-first-touch", MODE_NATIVE, 0, -1, 1 },
+		{ "perf-sampled-first-touch", MODE_PERF, 0, -1, 1 },
 		{ "handler-same-core", MODE_HANDLER, 0, 0, 1 },
 		{ "handler-cross-core", MODE_HANDLER, 0, other, 1 },
 		{ "signal+unwind-same-core", MODE_SIGNAL, 0, 0, 1 },
