@@ -553,6 +553,19 @@ static void report_note_nostack(const char *dir, const struct an_process *p)
 	free(line);
 }
 
+/* A recording of a command that touched no tracked memory for the first time (a shell builtin's
+ * wrapper, /bin/true: fltrace's own heap starts before tracking does) writes a header only; said,
+ * so that an empty table is not mistaken for a lost trace. */
+static void report_note_no_faults(struct an_process **procs, size_t n)
+{
+	uint64_t seen = 0;
+	for (size_t i = 0; i < n; i++)
+		seen += procs[i]->faults_seen;
+	if (!seen)
+		cli_note("report: the recording holds no faults: the command touched no tracked memory "
+			 "(its heap, anonymous or private file mappings) for the first time");
+}
+
 /* ------------------------------------------------------------------ many processes */
 
 /* Processes ranked by faults (then by pid and exec generation): the order of their tables. */
@@ -897,6 +910,8 @@ int cmd_report(int argc, char **argv)
 	}
 	for (size_t i = 0; i < nprocs && status == CLI_EXIT_OK; i++) /* a failure: its one line */
 		report_note_nostack(env.dir, procs[i]);
+	if (status == CLI_EXIT_OK)
+		report_note_no_faults(procs, nprocs);
 	if (fflush(stdout) || ferror(stdout))
 		status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
 				   strerror(errno));

@@ -177,6 +177,13 @@ if have_uffd; then
 	esac
 	expect_stat learning_run_nothing_evicted "$dir" evict_pages_done -eq 0
 	expect_stat learning_run_no_refetch "$dir" faults_refetch -eq 0
+	# A command that touches no tracked memory for the first time records no fault: fltrace's own
+	# heap (jemalloc's arena and cache, 28 pages) starts before tracking does, and its start is
+	# not the program's (28 faults, each with its stack, before). The report says so.
+	expect_summary nothing_touched_no_faults "^fltrace: recorded 0 faults in 1 process" -o "$TMP/none" -- true
+	expect_eq nothing_touched_report_says_so "report's note" \
+		"fltrace: report: the recording holds no faults: the command touched no tracked memory (its heap, anonymous or private file mappings) for the first time" \
+		"$("$FLTRACE" report -i "$TMP/none" -o "$TMP/none/r.csv" 2>&1 >/dev/null)"
 	# -L alone: -M is the machine's memory, and the summary says so
 	expect_summary L_alone_summary "^fltrace: recorded [0-9]+ faults in 1 process \(-M not given: the machine's [0-9]+\.[0-9] MB; peak" \
 		-L 16 -o "$TMP/L-alone" -- true
