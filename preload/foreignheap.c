@@ -191,6 +191,9 @@ static bool defined_before_us(const char *name)
 __attribute__((constructor(101))) static void foreignheap_init(void)
 {
 	rt_early_init();
+	/* Before tracking begins: jemalloc's start is fltrace's, even where the program's own malloc
+	 * wins (jemalloc's constructor starts it then too, for the loader's heap). */
+	heap_start();
 	bool foreign = false;
 	for (int i = 0; i < F_N; i++)
 		if (defined_before_us(fnames[i])) {
@@ -198,8 +201,6 @@ __attribute__((constructor(101))) static void foreignheap_init(void)
 			fh.theirs[i] = dlsym(RTLD_DEFAULT, fnames[i]);
 			foreign |= fh.theirs[i] != NULL;
 		}
-	if (!fh.theirs[F_MALLOC])
-		heap_start(); /* the program's heap is ours: started before tracking begins */
 	if (!foreign)
 		return;
 	/* A block the program's malloc gave the loader goes back through its free (and realloc, if it

@@ -910,7 +910,7 @@ int cmd_report(int argc, char **argv)
 	}
 	for (size_t i = 0; i < nprocs && status == CLI_EXIT_OK; i++) /* a failure: its one line */
 		report_note_nostack(env.dir, procs[i]);
-	if (status == CLI_EXIT_OK)
+	if (status == CLI_EXIT_OK && env.pid < 0) /* one process chosen: the others may have faults */
 		report_note_no_faults(procs, nprocs);
 	if (fflush(stdout) || ferror(stdout))
 		status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
