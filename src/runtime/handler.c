@@ -447,8 +447,9 @@ static bool handler_fault_serve(struct handler_ctx *ctx, const struct uffd_msg *
 		s.nr = -2;
 	/* A debugger would stop the program at our signal: its stack is unwound from here instead. So
 	 * is a fork holder's: woken to take the signal, it would unwind with the lock held, waiting for
-	 * the loader's lock, which a thread asleep in a fault that waits for this fork may hold. */
-	bool signal = !reraise && record && !busy && s.nr == -1 && !holder &&
+	 * the loader's lock, which a thread asleep in a fault that waits for this fork may hold. And a
+	 * vfork child's, a process of its own that our signal cannot reach (t->foreign). */
+	bool signal = !reraise && record && !busy && s.nr == -1 && !holder && !t->foreign &&
 		      !atomic_load_explicit(&rt.ptraced, memory_order_relaxed);
 	bool by_handler = signal && handler_user_stack(ctx, t, tid, &s, taken, sampled ? &regs : NULL);
 	signal = signal && !by_handler;

@@ -62,6 +62,7 @@ struct rt_thread *threads_get(int tid)
 		if (key == 0) {
 			int expected = 0;
 			table[i].procfd = -1;
+			table[i].foreign = false;
 			atomic_store(&table[i].call_nr, -1);
 			atomic_store(&table[i].cpu, -1);
 			atomic_store(&table[i].signal_cpu, -1);

@@ -17,6 +17,8 @@ struct rt_thread {
 	_Atomic int busy;  /* inside our signal handler, or our code under the loader's lock (see
 			    * threads_dl_iterate_phdr): its faults are served without a signal */
 	int procfd;        /* /proc/self/task/<tid>/syscall, opened by the handler */
+	bool foreign;      /* procfd is /proc/<tid>/syscall: a thread of another process that shares
+			    * our memory (a vfork child), which no stack signal of ours reaches */
 	uint64_t addr, arrival_ns, posted_mono_ns;
 	int uffd;          /* the userfaultfd the fault came from (rt.uffd or rt.loader_uffd) */
 	uint64_t pc_at_fault; /* from /proc: the signal must arrive exactly there */

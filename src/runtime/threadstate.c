@@ -36,16 +36,30 @@ static const char *parse_num(const char *p, uint64_t *v, bool *neg)
 	return p;
 }
 
-static int thread_procfd_open(struct rt_thread *t, int tid)
+static int thread_procfd_open_in(struct rt_thread *t, const char *dir, int tid)
 {
 	struct fmt f;
 	char path[64];
 	fmt_init(&f, path, sizeof(path));
-	fmt_str(&f, "/proc/self/task/");
+	fmt_str(&f, dir);
 	fmt_u64(&f, (uint64_t)tid);
 	fmt_str(&f, "/syscall");
 	t->procfd = rt_fd_own(open(path, O_RDONLY | O_CLOEXEC));
 	return t->procfd < 0 ? -errno : 0;
+}
+
+/* A thread not of this process whose faults come to our userfaultfd shares our memory: a vfork
+ * child (dash runs simple commands so; each faulted without a stack before, as /proc/self/task
+ * does not list it). Its own /proc entry tells its state; its stack is read by the handler. */
+static int thread_procfd_open(struct rt_thread *t, int tid)
+{
+	int err = thread_procfd_open_in(t, "/proc/self/task/", tid);
+	t->foreign = false;
+	if (err != -ENOENT)
+		return err;
+	err = thread_procfd_open_in(t, "/proc/", tid);
+	t->foreign = err == 0;
+	return err;
 }
 
 /* A program thread's file, opened before the program can drop root for good: a process whose

@@ -70,6 +70,21 @@ FLTRACE_STACKS=signal SAME_OUTPUT_TIMEOUT=120 same_output memops_segvstorm "$L8"
 # write(2) of an evicted buffer while another thread signals the writer every 200 us: each fault
 # of the kernel's copy is left before the thread is seen asleep in it (it faulted for ever)
 same_output memops_sigwrite "-L 8 -M 1024 --policy fifo" "$PROGS/memops" sigwrite
+# A vfork child writes 16 fresh pages of its parent's memory: its faults come from a thread of
+# another process, which /proc/self/task does not list and our signal cannot reach (each went
+# without its stack: dash runs simple commands so). Each has its stack, at the child's write.
+if same_output memops_vfork "$L8" "$PROGS/memops" vfork; then
+	expect_stat memops_vfork_stacks "$TMP/memops_vfork" faults_nostack -eq 0
+	"$FLTRACE" report -i "$TMP/memops_vfork" -o "$TMP/memops_vfork/r.csv" > /dev/null 2>&1
+	got=$(python3 - "$TMP/memops_vfork/r.csv" "$(src_line memops.c VFORK-TOUCH)" <<'PY'
+import csv, sys
+print(sum(int(r["count"]) for r in csv.DictReader(open(sys.argv[1]))
+          if r["code"].split("<//>")[0].split("/")[-1].split("<<<")[0] ==
+             "memops.c:" + sys.argv[2]))
+PY
+	)
+	expect_eq memops_vfork_child_callsite "faults at the vfork child's write" 16 "$got"
+fi
 # fork with more FILEs than -L holds: brought in before the copy, none evicted again (the children
 # died of SIGSEGV)
 same_output memops_forkfiles "-L 4 -M 1024" "$PROGS/memops" forkfiles

@@ -766,6 +766,29 @@ static int mode_rawzap(void)
 	return 0;
 }
 
+/* A vfork child (dash runs simple commands so) writes fresh pages of its parent's memory before it
+ * exits: its faults come to the parent's userfaultfd from a thread of another process. */
+static int mode_vfork(void)
+{
+	size_t pages = 16;
+	volatile char *p = mmap(NULL, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 1;
+	pid_t pid = vfork();
+	if (pid == 0) {
+		for (size_t i = 0; i < pages; i++)
+			p[i * 4096] = (char)(i + 1); /* VFORK-TOUCH */
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	unsigned sum = 0;
+	for (size_t i = 0; i < pages; i++)
+		sum += (unsigned char)p[i * 4096];
+	printf("vfork child wrote %u (exit %d)\n", sum, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*run)(void);
@@ -776,6 +799,7 @@ static const struct {
 	{ "forkdlopen", mode_forkdlopen }, { "forkunwind", mode_forkunwind }, { "forkfiles", mode_forkfiles },
 	{ "sigwrite", mode_sigwrite },     { "forkwalk", mode_forkwalk }, { "forkblocked", mode_forkblocked },
 	{ "daemon", mode_daemon },  { "masks", mode_masks }, { "segvstorm", mode_segvstorm },
+	{ "vfork", mode_vfork },
 };
 
 int main(int argc, char **argv)
@@ -785,7 +809,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; argc > 1 && i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (!strcmp(argv[1], modes[i].name))
 			return modes[i].run();
-	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|forkwalk|forkblocked|daemon|sigwrite|\n"
+	fprintf(stderr, "usage: memops fork|forkthreads|forkdlopen|forkunwind|forkfiles|forkwalk|forkblocked|daemon|vfork|sigwrite|\n"
 			"              syscalls|remap|madvise|signals|masks|segvstorm|waits|\n"
 			"              dup2|rawzap|exit HOW\n");
 	return 2;
