@@ -81,8 +81,8 @@ void *heap_internal_realloc(void *p, size_t n)
 /* jemalloc starts at its first allocation: its arena, its base blocks and the thread's cache, 28
  * pages. Started by the program's first malloc after tracking began, those pages were 28 faults
  * of every traced process, each with its stack, and the first of them paid for the first unwind
- * of the process: a traced /bin/true took 5.19 ms, 4.40 started here (perf stat -r 40, 3 runs
- * each). Their faults were fltrace's allocator at work, not the program; jemalloc's pages are
+ * of the process: a traced /bin/true took 5.07 ms, 4.20 started here (perf stat -r 40, 3 rounds
+ * alternating). Their faults were fltrace's allocator at work, not the program; jemalloc's pages are
  * the program's heap all the same, adopted as resident when tracking begins. */
 void heap_start(void)
 {

@@ -16,7 +16,8 @@ struct rt_thread {
 	_Atomic int state; /* enum req_state */
 	_Atomic int busy;  /* inside our signal handler, or our code under the loader's lock (see
 			    * threads_dl_iterate_phdr): its faults are served without a signal */
-	int procfd;        /* /proc/self/task/<tid>/syscall, opened by the handler */
+	int procfd;        /* /proc/self/task/<tid>/syscall (/proc/<tid>/syscall if foreign), opened
+			    * by the handler */
 	bool foreign;      /* procfd is /proc/<tid>/syscall: a thread of another process that shares
 			    * our memory (a vfork child), which no stack signal of ours reaches */
 	uint64_t addr, arrival_ns, posted_mono_ns;
