@@ -144,5 +144,19 @@ stacks_expected() {
 	echo "100 write stacks.c:$lw stacks.c:$ct stacks.c:$cm;50 read stacks.c:$lr stacks.c:$cr stacks.c:$cm"
 }
 
+# faults_at DIR FILE:LINE: faults whose innermost frame is FILE:LINE, summed over DIR's processes
+faults_at() {
+	"$FLTRACE" report -i "$1" > /dev/null 2>&1
+	python3 - "$1" "$2" <<'PY'
+import csv, glob, sys
+n = 0
+for f in glob.glob(sys.argv[1] + "/fltrace-data-report-*.out"):
+    for r in csv.DictReader(open(f)):
+        if r["code"].split("<//>")[0].split("<<<")[0].split("/")[-1] == sys.argv[2]:
+            n += int(r["count"])
+print(n)
+PY
+}
+
 # src_line FILE TAG: the line of test/progs/FILE marked /* TAG */
 src_line() { grep -n "/\* $2 \*/" "$ROOT/test/progs/$1" | head -1 | cut -d: -f1; }

@@ -571,8 +571,9 @@ cat <<- 'EOF'
 	counting); leaf on a source line = share of faults whose innermost frame resolves to file:line.
 	floor rows: the raw userfaultfd round trip on this machine (uffd_floor.c), µs per fault, and
 	perf-sampled-first-touch: the kernel's own first touch recorded by a perf event with 2 KiB of the
-	stack (the faulting thread's share of a tracer that unwinds later); the gap line compares them with fillscan. report rows: `fltrace report` speed. Noise: shared VM; read
-	ratios and orders of magnitude, compare only numbers from the same invocation.
+	stack (the faulting thread's share of a tracer that unwinds later); the gap line compares them
+	with fillscan. report rows: `fltrace report` speed. Noise: shared VM; read ratios and orders of
+	magnitude, compare only numbers from the same invocation.
 	EOF
 if [ -s "$TMP/remote" ]; then
 	cat "$TMP/remote"

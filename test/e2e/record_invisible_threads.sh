@@ -50,20 +50,6 @@ same_run() {
 	pass "$name"
 }
 
-# faults_at DIR FILE:LINE: faults whose innermost frame is FILE:LINE, summed over DIR's processes
-faults_at() {
-	"$FLTRACE" report -i "$1" > /dev/null 2>&1
-	$PY - "$1" "$2" <<'PY'
-import csv, glob, sys
-n = 0
-for f in glob.glob(sys.argv[1] + "/fltrace-data-report-*.out"):
-    for r in csv.DictReader(open(f)):
-        if r["code"].split("<//>")[0].split("<<<")[0].split("/")[-1] == sys.argv[2]:
-            n += int(r["count"])
-print(n)
-PY
-}
-
 fill_line() { grep -n '/\* FILL \*/' "$ROOT/test/progs/$1.c" | head -1 | cut -d: -f1; }
 
 # --- set*id: every call, from main, from another thread, in the fork child of a multithreaded

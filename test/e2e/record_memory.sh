@@ -75,15 +75,8 @@ same_output memops_sigwrite "-L 8 -M 1024 --policy fifo" "$PROGS/memops" sigwrit
 # without its stack: dash runs simple commands so). Each has its stack, at the child's write.
 if same_output memops_vfork "$L8" "$PROGS/memops" vfork; then
 	expect_stat memops_vfork_stacks "$TMP/memops_vfork" faults_nostack -eq 0
-	"$FLTRACE" report -i "$TMP/memops_vfork" -o "$TMP/memops_vfork/r.csv" > /dev/null 2>&1
-	got=$(python3 - "$TMP/memops_vfork/r.csv" "$(src_line memops.c VFORK-TOUCH)" <<'PY'
-import csv, sys
-print(sum(int(r["count"]) for r in csv.DictReader(open(sys.argv[1]))
-          if r["code"].split("<//>")[0].split("/")[-1].split("<<<")[0] ==
-             "memops.c:" + sys.argv[2]))
-PY
-	)
-	expect_eq memops_vfork_child_callsite "faults at the vfork child's write" 16 "$got"
+	expect_eq memops_vfork_child_callsite "faults at the vfork child's write" 16 \
+		"$(faults_at "$TMP/memops_vfork" "memops.c:$(src_line memops.c VFORK-TOUCH)")"
 fi
 # fork with more FILEs than -L holds: brought in before the copy, none evicted again (the children
 # died of SIGSEGV)
