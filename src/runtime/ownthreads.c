@@ -2,6 +2,7 @@
  * but glibc's set*id broadcast, not counted among its live threads, never ending); the masks they and seals keep. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -191,8 +192,26 @@ struct own_start {
 	void *(*fn)(void *);
 	void *arg;
 	const char *name;
-	_Atomic int taken;
+	_Atomic int busy; /* 1 from its creator's claim until the new thread has read it */
 };
+
+/* Where a new thread finds what to run: not on its creator's stack, so that the creator goes on
+ * without waiting for it to start (threads started one after another, each waiting for the last
+ * to run, cost a wake-up across vCPUs apiece at every process's start). */
+#define OWN_STARTS 16
+static struct own_start own_start_slots[OWN_STARTS];
+
+static struct own_start *own_start_claim(void)
+{
+	for (;;) {
+		for (unsigned i = 0; i < OWN_STARTS; i++) {
+			int idle = 0;
+			if (atomic_compare_exchange_strong(&own_start_slots[i].busy, &idle, 1))
+				return &own_start_slots[i];
+		}
+		sched_yield(); /* 16 threads of ours starting at once: never seen */
+	}
+}
 
 /* A thread of ours outlives its work: returning would take glibc's count down for a thread it
  * no longer counts (and at zero, exit(0) in the middle of the program's own exit). */
@@ -202,9 +221,6 @@ static __attribute__((noreturn)) void own_park(void)
 		pause(); /* only SIGSETXID can wake it: handled, and back to sleep */
 }
 
-/* Bumped by each thread of ours as it starts: its creator sleeps on it (rt_wait_while). */
-static _Atomic uint32_t own_starts;
-
 static void *own_main(void *p)
 {
 	struct own_start *s = p;
@@ -213,9 +229,7 @@ static void *own_main(void *p)
 	/* Named by the thread itself: pthread_setname_np from the creator refuses names of 16 bytes
 	 * or more (ERANGE), and the thread then kept the name of whichever thread made it. */
 	prctl(PR_SET_NAME, s->name);
-	atomic_store(&s->taken, 1); /* s lives on the creator's stack: not touched from here on */
-	atomic_fetch_add(&own_starts, 1);
-	rt_wake_waiters(&own_starts);
+	atomic_store(&s->busy, 0); /* another start may take the slot from here on */
 	/* glibc unblocked SIGCANCEL in the new thread: nobody cancels ours, and a stray one (kill -32)
 	 * is none of their business either. */
 	uint64_t mask = own_signal_mask();
@@ -247,18 +261,22 @@ static int own_thread_attr(pthread_attr_t *attr)
 int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *name)
 {
 	RT_BUG_ON(strlen(name) >= 16); /* the kernel's TASK_COMM_LEN: cut silently otherwise */
-	struct own_start s = { .fn = fn, .arg = arg, .name = name };
 	pthread_attr_t attr;
 	int err = own_thread_attr(&attr);
 	if (err)
 		return err;
+	struct own_start *s = own_start_claim();
+	s->fn = fn;
+	s->arg = arg;
+	s->name = name;
 	uint64_t mask = own_signal_mask(), old;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, &old, 8); /* inherited by the new thread */
 	rt_tls_internal++;
-	err = pthread_create(t, &attr, own_main, &s);
+	err = pthread_create(t, &attr, own_main, s);
 	rt_tls_internal--;
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
 	if (err) {
+		atomic_store(&s->busy, 0);
 		void *stack;
 		size_t size;
 		if (pthread_attr_getstack(&attr, &stack, &size) == 0)
@@ -270,10 +288,5 @@ int rt_thread_create(pthread_t *t, void *(*fn)(void *), void *arg, const char *n
 	unsigned *count = glibc_thread_count();
 	if (count)
 		__atomic_fetch_sub(count, 1, __ATOMIC_SEQ_CST);
-	for (;;) {
-		uint32_t seen = atomic_load(&own_starts);
-		if (atomic_load(&s.taken))
-			return 0;
-		rt_wait_while(&own_starts, seen);
-	}
+	return 0;
 }
