@@ -7,7 +7,9 @@
 #   ANCHOR_GAPBS    GAPBS (sbeamer/gapbs, b5e3e19)
 # Both are copied into $BUILD/anchor and built there unmodified. Environment: ANCHOR_RUNS (default
 # 3), ANCHOR_ONLY (a subset of rows, e.g. "bfs-serial-140 python-170"), ANCHOR_TIMEOUT (s per run,
-# default 600), FLTRACE_BUILD. Times are never pass/fail: it exits non-zero only if it could not run.
+# default 600), ANCHOR_PERF=1 (a fourth column: the kernel serves every fault and `perf record` keeps
+# each with 2 KiB of its stack, the cheapest way to record them all), FLTRACE_BUILD. Times are never
+# pass/fail: it exits non-zero only if it could not run.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${FLTRACE_BUILD:-build}
@@ -17,6 +19,8 @@ RUNSTAT=$B/bench/runstat
 WORK=$B/anchor
 RUNS=${ANCHOR_RUNS:-3}
 TIMEOUT=${ANCHOR_TIMEOUT:-600}
+PERF=${ANCHOR_PERF:-0}
+TOOLS=(native earlier ours)
 export LC_ALL=C
 
 say() { printf '%s\n' "$*" >&2; }
@@ -47,10 +51,22 @@ check_sources() {
 			{ say "bench-anchor: package $p is missing (the earlier tool's build needs it)"; ok=0; }
 	done
 	[ $ok = 1 ] || { usage_sources; exit 0; }
+	if [ "$PERF" = 1 ]; then
+		perf_usable || exit 1
+		TOOLS+=(perf)
+	fi
 	if [ ! -x "$FLTRACE" ] || [ ! -x "$RUNSTAT" ]; then
 		say "bench-anchor: $FLTRACE or $RUNSTAT is missing; run 'make' first"
 		exit 1
 	fi
+}
+
+# The perf column's recorder: perf(1) (Debian: linux-perf) allowed to sample page faults here.
+perf_usable() {
+	command -v perf > /dev/null || { say "bench-anchor: ANCHOR_PERF=1 needs perf: apt-get install linux-perf"; return 1; }
+	perf record -q --no-buildid -o /dev/null -e page-faults -c 1 -- true 2> /dev/null && return 0
+	say "bench-anchor: ANCHOR_PERF=1: perf cannot sample page faults here (kernel.perf_event_paranoid is $(cat /proc/sys/kernel/perf_event_paranoid 2> /dev/null)); run as root or lower it"
+	return 1
 }
 
 # The earlier tool's own deps.sh builds its jemalloc (it ends with 'sudo apt-get install binutils',
@@ -113,17 +129,21 @@ ALL_ROWS=(startup bfs-serial-1000 bfs-serial-140 bfs-omp2-1000 bfs-omp2-140 pyth
 out_sum() { grep -v -i -e 'time' -e '^CPU [0-9]*|' -e '^Run complete' "$1" | md5sum | cut -c1-12; }
 
 # run_tool ROW TOOL RUN: appends "row tool run time_s rss_kb handled recorded status outsum"
+# perf: runstat runs under perf, so that the time is the program's and not perf's own start (a
+# second, reading the kernel's symbols) or end; "handled" is then the page faults perf sampled (the
+# kernel's own count, a read and then a write of a fresh page being two), "recorded" those it kept.
 run_tool() {
-	local row=$1 tool=$2 run=$3 dir=$TMP/$1-$2-$3 pre=()
+	local row=$1 tool=$2 run=$3 dir=$TMP/$1-$2-$3 pre=() wrap=()
 	row_cmd "$row"
 	mkdir -p "$dir"
 	case $tool in
 	native) ;;
 	earlier) pre=("$WORK/fltrace-earlier/fltrace" record -L="$L" -M=1000 --) ;;
 	ours) pre=("$FLTRACE" record -L "$L" -M 1000 -o "$dir" --) ;;
+	perf) wrap=(perf record -q --no-buildid -o "$dir/perf.data" -e page-faults -c 1 --call-graph "dwarf,2048" --) ;;
 	esac
 	rm -f "$TMP/rs"
-	(cd "$dir" && env "${ENVS[@]}" "$RUNSTAT" "$TMP/rs" timeout -k 5 "$TIMEOUT" "${pre[@]}" "${CMD[@]}" \
+	(cd "$dir" && env "${ENVS[@]}" "${wrap[@]}" "$RUNSTAT" "$TMP/rs" timeout -k 5 "$TIMEOUT" "${pre[@]}" "${CMD[@]}" \
 		> "$dir/stdout" 2> "$dir/stderr" < /dev/null)
 	local t=0 rss=0 code=999 handled=0 recorded=0 status=ok
 	read -r t rss code _ < "$TMP/rs"
@@ -137,6 +157,11 @@ run_tool() {
 		handled=$(for f in "$dir"/fltrace-data-stats-*.out; do tail -n 1 "$f"; echo; done |
 			grep -o '[ ,]faults:[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }')
 		recorded=$(sed -n 's/^fltrace: recorded \([0-9]*\) faults.*/\1/p' "$dir/stderr" | tail -n 1) ;;
+	perf) # its stats: "page-faults stats:" then SAMPLE events (kept) and LOST_SAMPLES events (dropped)
+		local kept lost
+		kept=$(perf report -i "$dir/perf.data" --stats 2> /dev/null | awk '/page-faults stats/ { p = 1 } p && /SAMPLE events/ && !/LOST/ { print $3 }')
+		lost=$(perf report -i "$dir/perf.data" --stats 2> /dev/null | awk '/page-faults stats/ { p = 1 } p && /LOST_SAMPLES events/ { print $3 }')
+		recorded=${kept:-0} handled=$((${kept:-0} + ${lost:-0})) ;;
 	esac
 	local sum; sum=$(out_sum "$dir/stdout")
 	if [ "$tool" != native ] && [ -n "${NATIVE_SUM[$row]:-}" ] && [ "$sum" != "${NATIVE_SUM[$row]}" ] && [ $status = ok ]; then
@@ -150,6 +175,36 @@ run_tool() {
 med() { sort -g | awk '{ v[NR] = $1 } END { if (NR) printf "%.6g\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 col() { awk -v r="$1" -v t="$2" -v n="$3" '$1 == r && $2 == t && $8 == "ok" { print $n }' "$TMP/runs"; }
 bad() { awk -v r="$1" -v t="$2" '$1 == r && $2 == t && $8 != "ok" { printf "%s:%s ", t, $8 }' "$TMP/runs"; }
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }'; }
+mb() { awk -v k="${1:-0}" 'BEGIN { printf "%.0f", k / 1024 }'; }
+
+# nat/earl: native's own time over the earlier tool's, the least ours/earl any tracer can reach in
+# that run (none runs the program faster than it runs untraced).
+table_header() {
+	printf '%-16s %9s %9s %9s %8s %8s %10s %10s %10s %10s %9s %9s' row native_s earlier_s ours_s \
+		ours/earl nat/earl earl_faults earl_rec ours_faults ours_rec earl_rssMB ours_rssMB
+	[ "$PERF" = 1 ] && printf ' %9s %8s %10s %10s' perf_s perf/earl perf_faults perf_rec
+	printf ' %s\n' problems
+}
+
+table_row() {
+	local row=$1 n e o
+	n=$(col "$row" native 4 | med) e=$(col "$row" earlier 4 | med) o=$(col "$row" ours 4 | med)
+	printf '%-16s %9s %9s %9s %8s %8s %10s %10s %10s %10s %9s %9s' "$row" "${n:--}" "${e:--}" "${o:--}" \
+		"$(ratio "$o" "$e")" "$(ratio "$n" "$e")" \
+		"$(col "$row" earlier 6 | med)" "$(col "$row" earlier 7 | med)" \
+		"$(col "$row" ours 6 | med)" "$(col "$row" ours 7 | med)" \
+		"$(mb "$(col "$row" earlier 5 | med)")" "$(mb "$(col "$row" ours 5 | med)")"
+	if [ "$PERF" = 1 ]; then
+		local p; p=$(col "$row" perf 4 | med)
+		printf ' %9s %8s %10s %10s' "${p:--}" "$(ratio "$p" "$e")" \
+			"$(col "$row" perf 6 | med)" "$(col "$row" perf 7 | med)"
+	fi
+	local t bad_runs=
+	for t in "${TOOLS[@]}"; do bad_runs+=$(bad "$row" "$t"); done
+	printf ' %s\n' "$bad_runs"
+}
 
 main() {
 	check_sources
@@ -166,7 +221,7 @@ main() {
 	for row in "${rows[@]}"; do
 		row_cmd "$row"
 		for run in $(seq 1 "$RUNS"); do
-			for tool in native earlier ours; do # interleaved: drift in the machine's load hits all three
+			for tool in "${TOOLS[@]}"; do # interleaved: drift in the machine's load hits them all
 				[ "$row" = startup ] && [ $tool = native ] && continue
 				say "bench-anchor: $row $tool run $run/$RUNS"
 				run_tool "$row" $tool "$run"
@@ -177,20 +232,9 @@ main() {
 	mkdir -p "$(dirname "$out")"
 	{
 		echo "bench-anchor $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, medians of $RUNS runs, -M 1000"
-		printf '%-16s %9s %9s %9s %8s %10s %10s %10s %10s %9s %9s %s\n' row native_s earlier_s ours_s \
-			ours/earl earl_faults earl_rec ours_faults ours_rec earl_rssMB ours_rssMB problems
+		table_header
 		for row in "${rows[@]}"; do
-			local n e o r ef er of orc erss orss
-			n=$(col "$row" native 4 | med) e=$(col "$row" earlier 4 | med) o=$(col "$row" ours 4 | med)
-			r=$(awk -v e="$e" -v o="$o" 'BEGIN { if (e > 0 && o > 0) printf "%.2f", o / e; else print "-" }')
-			ef=$(col "$row" earlier 6 | med) er=$(col "$row" earlier 7 | med)
-			of=$(col "$row" ours 6 | med) orc=$(col "$row" ours 7 | med)
-			erss=$(col "$row" earlier 5 | med) orss=$(col "$row" ours 5 | med)
-			printf '%-16s %9s %9s %9s %8s %10s %10s %10s %10s %9s %9s %s\n' "$row" "${n:--}" "${e:--}" "${o:--}" \
-				"$r" "${ef:--}" "${er:--}" "${of:--}" "${orc:--}" \
-				"$(awk -v k="${erss:-0}" 'BEGIN { printf "%.0f", k / 1024 }')" \
-				"$(awk -v k="${orss:-0}" 'BEGIN { printf "%.0f", k / 1024 }')" \
-				"$(bad "$row" native)$(bad "$row" earlier)$(bad "$row" ours)"
+			table_row "$row"
 		done
 	} | tee "$out"
 	say "bench-anchor: table written to $out"
