@@ -366,25 +366,25 @@ static int vis_load_all(const struct vis_env *env, const struct trace_list *l, s
 	return rc;
 }
 
-/* fltrace-data-index.html: the processes, most faults first, linked to their pages. */
+/* fltrace-data-index.html: the processes, most faults first, linked to their pages. Written as
+ * every picture is (cli_out_open: 0600, never through a link planted under its name). */
 static int vis_write_processes(const struct vis_env *env, struct vis_procs *ps)
 {
 	char path[4096];
-	FILE *f;
-	int rc;
+	struct cli_out out;
 
 	snprintf(path, sizeof(path), "%s/fltrace-data-index.html", env->outdir);
-	if (!(f = fopen(path, "w")))
-		return cli_error(CLI_EXIT_FAIL, "visualize", "cannot write %s: %s; check that -o names "
-				 "a writable directory", path, strerror(errno));
-	rc = picture_draw_processes(f, ps->v, ps->n, env->o.merge);
-	if (fclose(f) && !rc)
-		rc = -EIO;
+	FILE *f = cli_out_open(&out, path);
+	if (!f)
+		return CLI_EXIT_FAIL;
+	int rc = picture_draw_processes(f, ps->v, ps->n, env->o.merge);
 	if (rc) {
-		unlink(path);
+		cli_out_abort(&out);
 		return cli_error(CLI_EXIT_FAIL, "visualize", "writing %s failed: %s; free some space or "
 				 "write elsewhere with -o", path, strerror(-rc));
 	}
+	if (cli_out_close(&out))
+		return CLI_EXIT_FAIL;
 	printf("%s\n", path);
 	return 0;
 }

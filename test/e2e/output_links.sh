@@ -184,7 +184,7 @@ for k in $KINDS; do
 	verdict links_report_$k
 	bad=""
 	for stem in flamegraph-$P.svg flamegraph-alloc-$P.svg flamegraph-allocsite-$P.svg timeline-$P.svg \
-		latency-$P.svg index-$P.html; do
+		latency-$P.svg index-$P.html index.html; do
 		refused links_visualize_$k $k "$R/fltrace-data-$stem" "$FLTRACE" visualize -i "$R"
 	done
 	refused links_visualize_$k $k "$R/fltrace-data-flamegraph-diff.svg" "$FLTRACE" visualize --diff "$R" "$R" -o "$R"
@@ -240,9 +240,9 @@ bad=""
 rm -rf "$S/fltrace-sweep"
 (cd "$S" && "$FLTRACE" sweep -L 16 -M 64 --policy clock -- "$FS" 4 1 > /dev/null 2>&1 < /dev/null) || bad="sweep to ./fltrace-sweep failed;"
 "$FLTRACE" visualize -i "$R" -o "$S/new/pictures" > /dev/null 2>&1 || bad="$bad visualize -o a new dir failed;"
-for f in "$F" "$R"/fltrace-data-*.svg "$R"/fltrace-data-index-*.html "$SW"/sweep.csv "$SW"/curve.svg \
+for f in "$F" "$R"/fltrace-data-*.svg "$R"/fltrace-data-index*.html "$SW"/sweep.csv "$SW"/curve.svg \
 	"$SW"/callsites.csv "$SW"/sweep.txt "$SW"/L16M-clock/stdout "$SW"/L16M-clock/stderr \
-	"$S"/fltrace-sweep/sweep.csv "$S"/new/pictures/fltrace-data-index-*.html; do
+	"$S"/fltrace-sweep/sweep.csv "$S"/new/pictures/fltrace-data-index*.html; do
 	[ "$(stat -c %a "$f" 2>/dev/null)" = 600 ] || bad="$bad $f: mode $(stat -c %a "$f" 2>&1);"
 done
 for d in "$S/fltrace-sweep" "$S/fltrace-sweep/L16M-clock" "$S/new" "$S/new/pictures"; do
