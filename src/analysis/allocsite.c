@@ -29,6 +29,7 @@ struct as_hit {
 	uint64_t key; /* site << 32 | fault stack id; 0 = free slot (site 0 is never keyed with 0) */
 	uint64_t count, time_ns;
 	uint8_t origin;
+	uint8_t cls;  /* as_class: a site's stack has a hit for each class of its faults */
 };
 
 /* A heap page's first recorded allocation (FT_ALLOC_PAGE): its site holds the page's faults while
@@ -291,7 +292,12 @@ int allocsites_record(struct allocsites *a, const struct ft_file_header *hdr,
 	return 0;
 }
 
-static struct as_hit *as_hit_slot(struct allocsites *a, uint64_t key)
+static size_t as_hit_hash(uint64_t key, uint8_t cls, size_t cap)
+{
+	return ((key ^ (uint64_t)cls << 56) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+}
+
+static struct as_hit *as_hit_slot(struct allocsites *a, uint64_t key, uint8_t cls)
 {
 	if (a->nhits * 2 >= a->caphits) {
 		size_t cap = a->caphits ? a->caphits * 2 : 1024;
@@ -301,7 +307,7 @@ static struct as_hit *as_hit_slot(struct allocsites *a, uint64_t key)
 		for (size_t i = 0; i < a->caphits; i++) {
 			if (!a->hits[i].key)
 				continue;
-			size_t j = (a->hits[i].key * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+			size_t j = as_hit_hash(a->hits[i].key, a->hits[i].cls, cap);
 			while (n[j].key)
 				j = (j + 1) & (cap - 1);
 			n[j] = a->hits[i];
@@ -310,14 +316,31 @@ static struct as_hit *as_hit_slot(struct allocsites *a, uint64_t key)
 		a->hits = n;
 		a->caphits = cap;
 	}
-	size_t j = (key * 0x9e3779b97f4a7c15ull >> 20) & (a->caphits - 1);
-	while (a->hits[j].key && a->hits[j].key != key)
+	size_t j = as_hit_hash(key, cls, a->caphits);
+	while (a->hits[j].key && (a->hits[j].key != key || a->hits[j].cls != cls))
 		j = (j + 1) & (a->caphits - 1);
 	if (!a->hits[j].key) {
 		a->hits[j].key = key;
+		a->hits[j].cls = cls;
 		a->nhits++;
 	}
 	return &a->hits[j];
+}
+
+unsigned as_class(const struct ft_fault *f)
+{
+	/* A kind this build does not know is drawn as a re-fetch, as the flamegraph of faults does. */
+	unsigned kind = f->kind <= FT_KIND_PREFETCH ? f->kind : FT_KIND_REFETCH;
+	unsigned access = (f->flags & FT_FLAG_WP) ? 2 : (f->flags & FT_FLAG_WRITE) ? 1 : 0;
+	return (kind * 2 + (f->origin == FT_ORIGIN_SYSCALL)) * 3 + access;
+}
+
+void as_class_fields(unsigned cls, uint8_t *kind, uint8_t *origin, uint16_t *flags)
+{
+	unsigned access = cls % 3;
+	*kind = (uint8_t)(cls / 6);
+	*origin = (cls / 3) % 2 ? FT_ORIGIN_SYSCALL : FT_ORIGIN_USER;
+	*flags = access == 2 ? FT_FLAG_WP : access == 1 ? FT_FLAG_WRITE : 0;
 }
 
 /* The site of the memory a fault hit now: a live recorded allocation, else the page's claim. */
@@ -346,13 +369,15 @@ static int as_account(struct allocsites *a, const struct ft_fault *f, uint32_t s
 		s->refetch += n;
 	else
 		s->other += n;
+	unsigned cls = as_class(f);
+	s->by_class[cls] += n;
 	a->total += n;
 	if (site)
 		a->attributed += n;
 	if (f->stack_id == FT_NO_STACK || f->stack_id >= a->cap_stack || !a->stacks[f->stack_id].st)
 		return 0;
 	/* +1: site 0 with stack 0 must not be the free-slot key. */
-	struct as_hit *hit = as_hit_slot(a, ((uint64_t)site << 32 | f->stack_id) + 1);
+	struct as_hit *hit = as_hit_slot(a, ((uint64_t)site << 32 | f->stack_id) + 1, (uint8_t)cls);
 	if (!hit)
 		return -ENOMEM;
 	if (!hit->count)
@@ -410,6 +435,7 @@ static int as_hit_frames(struct allocsites *a, struct symbolizer *sym, const str
 			return -ENOMEM;
 		struct as_call *c = &s->calls[s->ncalls++];
 		c->count = h->count;
+		c->cls = h->cls;
 		c->nframes = n;
 		for (uint32_t k2 = 0; k2 < n; k2++) {
 			bool ret_addr = k2 > 0 || h->origin != FT_ORIGIN_USER;

@@ -9,9 +9,18 @@
 
 #define AS_CALLSITE_FRAMES 16 /* frames of a faulting stack kept to find the program's own */
 
+/* What a fault was, as the trace tells faults apart and the pictures colour them: its kind
+ * (FT_KIND_*), whether it was taken inside a system call, and its access (read, write,
+ * write-protect). A class is ((kind * 2 + in_syscall) * 3 + access). */
+#define AS_CLASSES ((FT_KIND_PREFETCH + 1) * 2 * 3)
+unsigned as_class(const struct ft_fault *f);
+/* The fields of a fault of class cls: kind, origin (FT_ORIGIN_*) and flags (FT_FLAG_WRITE/WP). */
+void as_class_fields(unsigned cls, uint8_t *kind, uint8_t *origin, uint16_t *flags);
+
 /* The code that faulted on a site's objects: one faulting stack's first frames, symbolized. */
 struct as_call {
 	uint64_t count;
+	uint8_t cls;            /* the class of all of them (as_class) */
 	uint32_t nframes;
 	int64_t frames[AS_CALLSITE_FRAMES];
 };
@@ -25,6 +34,7 @@ struct as_site {
 	uint8_t kind;           /* enum ft_alloc_kind of the first allocation */
 	uint64_t objects, bytes; /* allocations recorded, bytes asked for */
 	uint64_t faults, zero, refetch, other; /* pages */
+	uint64_t by_class[AS_CLASSES];           /* faults, by as_class */
 	struct as_call *calls;
 	size_t ncalls, capcalls;
 };
@@ -50,7 +60,11 @@ struct as_row {
 	const char *where;           /* its site: the program's frame that called the allocator */
 	const char *kind;            /* malloc | mmap | mremap | "" */
 	uint64_t objects, bytes, faults, zero, refetch, other;
-	struct as_row_call { const char *code; uint64_t count; } *calls; /* most faults first */
+	uint64_t by_class[AS_CLASSES]; /* faults, by as_class */
+	struct as_row_call {
+		const char *code;
+		uint64_t count, by_class[AS_CLASSES];
+	} *calls;                      /* most faults first */
 	size_t ncalls;
 };
 struct as_report {
@@ -68,11 +82,11 @@ struct as_report {
 int as_report_load(const char *dir, long pid, const struct agg_filter *filter, struct as_report *r,
 		   char *err, size_t errlen);
 void as_report_free(struct as_report *r);
-/* Folded stacks for a flamegraph: allocation stack outermost first, then the faulting line. */
-/* first_touch: most of the row's faults were first touches (else re-fetches and others). */
+/* Folded stacks for a flamegraph: allocation stack outermost first, then the faulting line; one
+ * call per class of fault (as_class) that ended there. */
 int as_report_foreach_stack(const struct as_report *r,
 			    int (*cb)(void *arg, const char *const *frames, size_t n, uint64_t count,
-				      bool first_touch),
+				      unsigned cls),
 			    void *arg);
 
 #endif

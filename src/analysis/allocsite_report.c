@@ -118,18 +118,23 @@ static const char *as_kind_name(unsigned kind)
 	return "";
 }
 
-static int as_call_add(struct as_row *row, const char *code, uint64_t count)
+/* A faulting line's faults on the row's objects: one entry a line, whatever their classes. */
+static int as_call_add(struct as_row *row, const char *code, const struct as_call *c)
 {
-	for (size_t i = 0; i < row->ncalls; i++)
-		if (!strcmp(row->calls[i].code, code)) {
-			row->calls[i].count += count;
-			return 0;
-		}
-	struct as_row_call *n = realloc(row->calls, (row->ncalls + 1) * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	row->calls = n;
-	row->calls[row->ncalls++] = (struct as_row_call){ code, count };
+	struct as_row_call *to = NULL;
+	for (size_t i = 0; i < row->ncalls && !to; i++)
+		if (!strcmp(row->calls[i].code, code))
+			to = &row->calls[i];
+	if (!to) {
+		struct as_row_call *n = realloc(row->calls, (row->ncalls + 1) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		row->calls = n;
+		to = &row->calls[row->ncalls++];
+		*to = (struct as_row_call){ .code = code };
+	}
+	to->count += c->count;
+	to->by_class[c->cls] += c->count;
 	return 0;
 }
 
@@ -218,11 +223,13 @@ static int as_rows_build(struct as_report *r, const struct allocsites *a)
 		row->zero += s->zero;
 		row->refetch += s->refetch;
 		row->other += s->other;
+		for (unsigned k = 0; k < AS_CLASSES; k++)
+			row->by_class[k] += s->by_class[k];
 		if (!row->where)
 			ret = -ENOMEM;
 		for (size_t c = 0; c < s->ncalls && !ret; c++) {
 			const char *at = as_call_name(r, s->calls[c].frames, s->calls[c].nframes);
-			ret = at ? as_call_add(row, at, s->calls[c].count) : -ENOMEM;
+			ret = at ? as_call_add(row, at, &s->calls[c]) : -ENOMEM;
 		}
 		if (ret)
 			break;
@@ -366,7 +373,7 @@ void as_report_free(struct as_report *r)
  * faulted on it. */
 int as_report_foreach_stack(const struct as_report *r,
 			    int (*cb)(void *arg, const char *const *frames, size_t n, uint64_t count,
-				      bool first_touch),
+				      unsigned cls),
 			    void *arg)
 {
 	for (size_t i = 0; i < r->nrows; i++) {
@@ -399,14 +406,19 @@ int as_report_foreach_stack(const struct as_report *r,
 			frames[depth - 1 - n++] = !strncmp(p, "??", 2) && fp && *fp ? fp : p;
 		}
 		int ret = 0;
-		uint64_t listed = 0;
+		uint64_t unlisted[AS_CLASSES];
+		memcpy(unlisted, w->by_class, sizeof(unlisted));
 		for (size_t c = 0; c < w->ncalls && !ret; c++) {
 			frames[depth] = w->calls[c].code;
-			ret = cb(arg, frames, depth + 1, w->calls[c].count, w->zero * 2 > w->faults);
-			listed += w->calls[c].count;
+			for (unsigned k = 0; k < AS_CLASSES && !ret; k++) {
+				uint64_t n = w->calls[c].by_class[k];
+				ret = n ? cb(arg, frames, depth + 1, n, k) : 0;
+				unlisted[k] -= n;
+			}
 		}
-		if (!ret && w->faults > listed) /* faults without a stack: the site alone */
-			ret = cb(arg, frames, depth, w->faults - listed, w->zero * 2 > w->faults);
+		/* Faults without a stack: the site alone. */
+		for (unsigned k = 0; k < AS_CLASSES && !ret; k++)
+			ret = unlisted[k] ? cb(arg, frames, depth, unlisted[k], k) : 0;
 		free(copy);
 		free(fcopy);
 		free(frames);

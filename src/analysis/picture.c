@@ -10,7 +10,7 @@
 #include "svg_latency.h"
 #include "svg_timeline.h"
 
-static enum svg_kind picture_kind(uint8_t kind, uint8_t origin)
+enum svg_kind picture_kind(uint8_t kind, uint8_t origin)
 {
 	if (origin == FT_ORIGIN_SYSCALL)
 		return SVG_KIND_SYSCALL;
@@ -19,7 +19,7 @@ static enum svg_kind picture_kind(uint8_t kind, uint8_t origin)
 	return kind <= FT_KIND_WP ? (enum svg_kind)kind : SVG_KIND_REFETCH;
 }
 
-static enum svg_access picture_access(uint16_t flags)
+enum svg_access picture_access(uint16_t flags)
 {
 	return (flags & FT_FLAG_WP) ? SVG_ACC_WP : (flags & FT_FLAG_WRITE) ? SVG_ACC_WRITE : SVG_ACC_READ;
 }

@@ -75,6 +75,11 @@ struct picture_view {
 	size_t errlen;
 };
 
+/* How a fault is coloured and told in the pictures: its kind (a trace's kind and origin) and its
+ * access (the trace's flags). */
+enum svg_kind picture_kind(uint8_t kind, uint8_t origin);
+enum svg_access picture_access(uint16_t flags);
+
 /* One pid's pictures, empty: 0 or -ENOMEM. */
 int picture_proc_init(struct picture_proc *vp, const struct picture_opts *o, uint32_t pid);
 /* The file suffix of its pictures: the pid, or "all" when merged. */

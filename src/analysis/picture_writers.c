@@ -85,11 +85,13 @@ int picture_draw_alloc(FILE *out, const struct picture_view *v)
 	return picture_flame(out, v, v->p->alloc, ": first touches (allocations)");
 }
 
-static int picture_allocsite_add(void *arg, const char *const *frames, size_t n, uint64_t count,
-				 bool first_touch)
+/* A leaf's faults of one class, coloured and told in its tooltip as the flamegraph of faults does. */
+static int picture_allocsite_add(void *arg, const char *const *frames, size_t n, uint64_t count, unsigned cls)
 {
-	return svg_flame_add(arg, frames, n, count, SVG_ACC_READ,
-			     first_touch ? SVG_KIND_ZERO : SVG_KIND_REFETCH);
+	uint8_t kind, origin;
+	uint16_t flags;
+	as_class_fields(cls, &kind, &origin, &flags);
+	return svg_flame_add(arg, frames, n, count, picture_access(flags), picture_kind(kind, origin));
 }
 
 /* Faults by the allocation site of the memory they hit: allocation stacks outermost first, the

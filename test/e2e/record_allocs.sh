@@ -66,6 +66,14 @@ if same_output allocs_small "-L 1 -M 512 --policy fifo" "$prog" 2; then
 	csv=$dir/fltrace-data-report-alloc-all.out
 	got="$(row_of "$csv" allocsites.c:50 refetch) $(row_of "$csv" allocsites.c:51 refetch) $(row_of "$csv" allocsites.c:52 refetch)"
 	expect_eq allocs_refetch_proportions "re-fetches of a, b, c" "4096 4096 3072" "$got"
+	# the allocation-site flamegraph tells each faulting line's own faults, not its site's: b's
+	# memset wrote its 1024 pages first; c's scan read 512 first and re-fetched 3072
+	"$FLTRACE" visualize -i "$dir" > /dev/null 2>&1
+	leaf() { cat "$dir"/fltrace-data-flamegraph-allocsite-*.svg 2> /dev/null | grep -o "allocsites.c:$1 ([^<]*" |
+		sed 's/.*ends here: //' | grep -F "$2"; }
+	got="$(leaf 56 write)|$(leaf 24 'zero/read')"
+	expect_eq allocs_flamegraph_kinds "allocation-site leaves of b's memset and c's scan: kind/access counts" \
+		"zero/write 1024 (100.00%)|zero/read 512 (14.29%), refetch/read 3072 (85.71%)" "$got"
 fi
 
 # Sampling of small allocations: off records none, 1 byte records every one.
