@@ -191,6 +191,9 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 FUZZ_CFLAGS := -std=gnu11 -O1 -g $(WARN) -Iinc -D_GNU_SOURCE $(FUZZ_SAN)
 FUZZ_LIB_OBJ := $(patsubst %.c,$(B)/fuzz/obj/%.o,$(ANALYSIS_SRC) $(COMMON_SRC))
 FUZZ_BIN := $(patsubst test/fuzz/%.c,$(B)/fuzz/%,$(wildcard test/fuzz/fuzz_*.c))
+# Kept: as intermediates of the pattern rule below, make deleted them after every run, rebuilt them
+# at the next, and printed its 'rm' after the tests' summary line.
+.SECONDARY: $(FUZZ_LIB_OBJ)
 
 $(B)/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
