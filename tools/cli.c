@@ -8,9 +8,23 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The errno of stdout's first failed flush: a message's flush (stdout before stderr, in order) may
+ * be the one that meets a full disk, and glibc does not keep it for the final check. */
+static int stdout_errno;
+
+static int cli_flush_noting(void)
+{
+	errno = 0;
+	int r = fflush(stdout);
+	if (r && errno && !stdout_errno)
+		stdout_errno = errno;
+	return r;
+}
 
 static void cli_vline(const char *what, const char *fmt, va_list ap)
 {
@@ -32,7 +46,7 @@ static void cli_vline(const char *what, const char *fmt, va_list ap)
 	if (n >= sizeof(buf) - 1)
 		n = sizeof(buf) - 2;
 	buf[n++] = '\n';
-	fflush(stdout);
+	cli_flush_noting();
 	if (write(STDERR_FILENO, buf, n) < 0)
 		return; /* nowhere left to report it */
 }
@@ -86,11 +100,14 @@ int cli_out_error(const char *path, int err)
 			 "or write elsewhere with -o", outfile_strerror(err));
 }
 
+#define CLI_OUT_BUF (1u << 20) /* a report of a few MB leaves in a few writes, not in 4 KiB ones */
+
 FILE *cli_out_open(struct cli_out *o, const char *path)
 {
 	int err = outfile_begin(&o->of, path);
 
 	o->f = NULL;
+	o->buf = NULL;
 	if (err) {
 		cli_out_error(path, err);
 		return NULL;
@@ -103,8 +120,17 @@ FILE *cli_out_open(struct cli_out *o, const char *path)
 		return NULL;
 	}
 	o->of.fd = -1; /* the stream's now: fclose closes it */
-	setvbuf(o->f, NULL, _IOFBF, 1 << 20);
+	o->buf = malloc(CLI_OUT_BUF);
+	if (o->buf)
+		setvbuf(o->f, o->buf, _IOFBF, CLI_OUT_BUF);
 	return o->f;
+}
+
+static void cli_out_release(struct cli_out *o)
+{
+	free(o->buf);
+	o->buf = NULL;
+	o->f = NULL;
 }
 
 int cli_out_close(struct cli_out *o)
@@ -114,7 +140,7 @@ int cli_out_close(struct cli_out *o)
 	errno = 0;
 	if (fclose(o->f) || bad)
 		err = -(errno ? errno : EIO);
-	o->f = NULL;
+	cli_out_release(o);
 	if (err) {
 		outfile_abort(&o->of);
 		return cli_error(CLI_EXIT_FAIL, o->of.path, "writing it failed (%s); free some space "
@@ -128,7 +154,7 @@ void cli_out_abort(struct cli_out *o)
 {
 	if (o->f)
 		fclose(o->f);
-	o->f = NULL;
+	cli_out_release(o);
 	outfile_abort(&o->of);
 }
 
@@ -154,4 +180,18 @@ int cli_value_left_out(char **argv, const char *cmd, const char *optstring, cons
 		return 0;
 	return cli_error(CLI_EXIT_USAGE, argv[optind - 2], "needs a value, and '%s' is an option; "
 			 "run 'fltrace %s --help'", optarg, cmd);
+}
+
+int cli_stdout_flush(int status)
+{
+	static bool reported;
+	if (cli_flush_noting() == 0 && !ferror(stdout))
+		return status;
+	/* EIO when nothing says: glibc keeps no errno of a write that failed earlier. */
+	int err = stdout_errno ? stdout_errno : EIO;
+	if (!reported)
+		cli_error(CLI_EXIT_FAIL, "stdout", "write error: %s; free space or write the output elsewhere",
+			  strerror(err));
+	reported = true;
+	return status ? status : CLI_EXIT_FAIL;
 }

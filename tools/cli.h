@@ -39,6 +39,7 @@ int cli_mkdir_p(const char *path);
 struct cli_out {
 	struct outfile of;
 	FILE *f;
+	char *buf; /* the stream's buffer (glibc's setvbuf takes a size only with a buffer) */
 };
 /* The stream to write, or NULL after one message naming the file. */
 FILE *cli_out_open(struct cli_out *o, const char *path);
@@ -50,5 +51,9 @@ void cli_out_abort(struct cli_out *o);
 /* The message for an output (file or directory) that cannot be made, `err` from fltrace/outfile.h
  * or -errno; returns CLI_EXIT_FAIL. */
 int cli_out_error(const char *path, int err);
+
+/* Flushes stdout; on a write error says so once (a command's own check and main's final one share
+ * it) and returns status, or CLI_EXIT_FAIL if status was 0. */
+int cli_stdout_flush(int status);
 
 #endif

@@ -348,6 +348,12 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 /* ------------------------------------------------------------------ output files */
 
 /* dir/name, or name alone (-o FILE), written under a temporary name and renamed at the end. */
+/* A trace read up to damage it could step over (a cut-short last record): reported, not fatal. */
+static void report_warn_damaged(const char *path, const char *what)
+{
+	cli_error(CLI_EXIT_FAIL, "report", "warning: %s: %s", path, what);
+}
+
 static FILE *report_create(struct cli_out *o, const char *dir, const char *name)
 {
 	char path[PATH_MAX];
@@ -520,9 +526,7 @@ static int report_diff(struct report_env *env)
 		} else if (o != stdout && report_close(&file)) {
 			status = CLI_EXIT_FAIL;
 		}
-		if (fflush(stdout) || ferror(stdout))
-			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
-					   strerror(errno));
+		status = cli_stdout_flush(status);
 	}
 	diff_free(d);
 	sym_free(sym);
@@ -661,7 +665,7 @@ static int report_advise(const struct report_env *env)
 	int status = CLI_EXIT_OK;
 
 	report_progress(env, "%s", "reading and symbolizing");
-	int ret = as_report_load(env->dir, env->pid, NULL, &r, err, sizeof(err));
+	int ret = as_report_load(env->dir, env->pid, NULL, &r, report_warn_damaged, err, sizeof(err));
 	report_progress_end(env);
 	if (ret) {
 		as_report_free(&r);
@@ -676,9 +680,8 @@ static int report_advise(const struct report_env *env)
 	report_advise_check_recording(env);
 	bool to_stdout = !env->output || !strcmp(env->output, "-");
 	if (to_stdout) {
-		if (advise_write_csv(stdout, rows, n) || fflush(stdout) || ferror(stdout))
-			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
-					   strerror(errno ? errno : EIO));
+		advise_write_csv(stdout, rows, n); /* its only failure is stdout's */
+		status = cli_stdout_flush(status);
 	} else {
 		struct cli_out file;
 		FILE *o = report_create(&file, NULL, env->output);
@@ -708,7 +711,7 @@ static int report_by_alloc(const struct report_env *env)
 	int status = CLI_EXIT_OK;
 
 	report_progress(env, "%s", "reading and symbolizing");
-	if (as_report_load(env->dir, env->pid, &env->filter, &r, err, sizeof(err))) {
+	if (as_report_load(env->dir, env->pid, &env->filter, &r, report_warn_damaged, err, sizeof(err))) {
 		report_progress_end(env);
 		as_report_free(&r);
 		return cli_error(CLI_EXIT_FAIL, "report", "%s", err);
@@ -719,9 +722,11 @@ static int report_by_alloc(const struct report_env *env)
 	 * and a file next to the traces for the CSV. */
 	bool to_stdout = env->output ? !strcmp(env->output, "-") : !w->ext;
 	if (to_stdout) {
-		if (w->write_alloc(stdout, &v) || fflush(stdout) || ferror(stdout))
-			status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
-					   strerror(errno ? errno : EIO));
+		int werr = w->write_alloc(stdout, &v);
+		status = cli_stdout_flush(status);
+		if (werr && !status)
+			status = cli_error(CLI_EXIT_FAIL, "report", "writing the allocation sites failed: %s",
+					   strerror(-werr));
 	} else {
 		struct cli_out file;
 		FILE *o;
@@ -821,8 +826,7 @@ int cmd_report(int argc, char **argv)
 		if (procs[nprocs]->damaged)
 			status = cli_error(CLI_EXIT_FAIL, list.v[i].path, "%s", procs[nprocs]->warning);
 		else if (procs[nprocs]->warning[0])
-			cli_error(CLI_EXIT_FAIL, "report", "warning: %s: %s", list.v[i].path,
-				  procs[nprocs]->warning);
+			report_warn_damaged(list.v[i].path, procs[nprocs]->warning);
 		nprocs++;
 	}
 	if (!nprocs) {
@@ -912,9 +916,7 @@ int cmd_report(int argc, char **argv)
 		report_note_nostack(env.dir, procs[i]);
 	if (status == CLI_EXIT_OK && env.pid < 0) /* one process chosen: the others may have faults */
 		report_note_no_faults(procs, nprocs);
-	if (fflush(stdout) || ferror(stdout))
-		status = cli_error(CLI_EXIT_FAIL, "report", "writing stdout failed: %s",
-				   strerror(errno));
+	status = cli_stdout_flush(status);
 	goto out;
 nomem:
 	status = cli_error(CLI_EXIT_FAIL, "report", "out of memory; report fewer processes "

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <fltrace/backends.h>
 #include <fltrace/config.h>
@@ -146,22 +147,20 @@ static int fltrace_dispatch(int argc, char **argv)
  * close of a stdout that was closed from the start (EBADF, nothing written) is not an error. */
 static int fltrace_close_stdout(int status)
 {
-	int err = 0;
-
+	status = cli_stdout_flush(status);
 	errno = 0;
-	if (fflush(stdout) != 0 || ferror(stdout))
-		err = errno ? errno : EIO;
-	errno = 0;
-	if (fclose(stdout) != 0 && !err && errno != EBADF)
-		err = errno ? errno : EIO;
-	if (err)
-		return cli_error(status ? status : CLI_EXIT_FAIL, "stdout",
-				 "write error: %s; free space or write the output elsewhere",
-				 strerror(err));
+	if (fclose(stdout) != 0 && errno != EBADF && !status)
+		return cli_error(CLI_EXIT_FAIL, "stdout", "write error: %s; free space or write the output "
+				 "elsewhere", strerror(errno ? errno : EIO));
 	return status;
 }
 
 int main(int argc, char **argv)
 {
+	/* Output to a file or pipe leaves in one write where it fits, so that a write error is
+	 * told with its own errno (glibc forgets it once a write failed) rather than as EIO. */
+	static char out_buf[1 << 16];
+	if (!isatty(STDOUT_FILENO))
+		setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
 	return fltrace_close_stdout(fltrace_dispatch(argc, argv));
 }

@@ -78,9 +78,10 @@ struct as_report {
 	struct maps_history **maps;
 	size_t nmaps;
 };
-/* Reads the traces of dir (pid < 0: all processes), keeping faults that pass filter. */
+/* Reads the traces of dir (pid < 0: all processes), keeping faults that pass filter. A trace read
+ * up to damage is told to warn (path, what), unless warn is NULL (its caller has told it already). */
 int as_report_load(const char *dir, long pid, const struct agg_filter *filter, struct as_report *r,
-		   char *err, size_t errlen);
+		   void (*warn)(const char *path, const char *what), char *err, size_t errlen);
 void as_report_free(struct as_report *r);
 /* Folded stacks for a flamegraph: allocation stack outermost first, then the faulting line; one
  * call per class of fault (as_class) that ended there. */

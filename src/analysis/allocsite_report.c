@@ -245,6 +245,7 @@ static int as_rows_build(struct as_report *r, const struct allocsites *a)
 
 /* One trace: its maps into a history of its own, its records into the matcher. */
 static int as_load_trace(struct as_report *r, struct allocsites *a, const char *path,
+			 void (*warn)(const char *path, const char *what),
 			 const struct agg_filter *filter, char *err, size_t errlen)
 {
 	struct trace *t;
@@ -297,8 +298,8 @@ static int as_load_trace(struct as_report *r, struct allocsites *a, const char *
 	if (!ret)
 		ret = allocsites_symbolize(a, t->hdr, r->sym, m);
 	allocsites_trace_done(a);
-	if (t->warning[0])
-		fprintf(stderr, "fltrace: report: warning: %s: %s\n", path, t->warning);
+	if (t->warning[0] && warn)
+		warn(path, t->warning);
 	trace_close(t);
 	if (ret)
 		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
@@ -306,7 +307,7 @@ static int as_load_trace(struct as_report *r, struct allocsites *a, const char *
 }
 
 int as_report_load(const char *dir, long pid, const struct agg_filter *filter, struct as_report *r,
-		   char *err, size_t errlen)
+		   void (*warn)(const char *path, const char *what), char *err, size_t errlen)
 {
 	struct trace_list list = { 0 };
 	struct allocsites *a = NULL;
@@ -330,7 +331,7 @@ int as_report_load(const char *dir, long pid, const struct agg_filter *filter, s
 	for (size_t i = 0; i < list.n && !ret; i++) {
 		if (pid >= 0 && list.v[i].pid != (uint32_t)pid)
 			continue;
-		ret = as_load_trace(r, a, list.v[i].path, filter, err, errlen);
+		ret = as_load_trace(r, a, list.v[i].path, warn, filter, err, errlen);
 		loaded++;
 	}
 	if (!ret && !loaded) {

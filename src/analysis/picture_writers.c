@@ -99,7 +99,8 @@ static int picture_allocsite_add(void *arg, const char *const *frames, size_t n,
 int picture_draw_allocsite(FILE *out, const struct picture_view *v)
 {
 	struct as_report r;
-	if (as_report_load(v->o->indir, v->p->merged ? -1 : (long)v->p->pid, &v->o->filter, &r,
+	/* No warning: loading this trace for the other pictures gave it. */
+	if (as_report_load(v->o->indir, v->p->merged ? -1 : (long)v->p->pid, &v->o->filter, &r, NULL,
 			   v->err, v->errlen)) {
 		as_report_free(&r);
 		return -EINVAL;

@@ -39,10 +39,28 @@ expect_eq record_short_help "output" "$rec" "$("$FLTRACE" record -h)"
 # --help wins over everything else on the line, even invalid options that follow it.
 expect_eq record_help_before_bad_option "output" "$rec" "$("$FLTRACE" record --help -L abc)"
 
+# Every long option a command's --help lists is in the README, the user's manual.
+missing=""
+for c in record report visualize sweep; do
+	for o in $("$FLTRACE" "$c" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z][a-z-]*' | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
+		grep -qE -- "$o([^a-z-]|\$)" "$ROOT/README.md" || missing="$missing $c $o;"
+	done
+done
+if [ -z "$missing" ]; then pass readme_has_every_option; else fail readme_has_every_option "not in README.md:$missing"; fi
+
 expect_error stdout_full 1 '^fltrace: stdout: write error: No space left on device; ' \
 	bash -c '"$1" help > /dev/full' _ "$FLTRACE"
-expect_error record_help_stdout_full 1 '^fltrace: stdout: write error' \
+expect_error record_help_stdout_full 1 '^fltrace: stdout: write error: No space left on device; ' \
 	bash -c '"$1" record --help > /dev/full' _ "$FLTRACE"
+# A report to a full stdout: one line, with the device's own error (there were two, the second EIO).
+if have_uffd && "$FLTRACE" record -o "$TMP/full" -- "$PROGS/fillscan" 4 1 > /dev/null 2>&1; then
+	for how in "--top 3" "--folded" "--by alloc --top 3"; do
+		expect_error "report_stdout_full_${how//[ -]/_}" 1 '^fltrace: stdout: write error: No space left on device; ' \
+			bash -c '"$1" report -i "$2" $3 > /dev/full' _ "$FLTRACE" "$TMP/full" "$how"
+	done
+else
+	skip report_stdout_full "no trace of fillscan to report (userfaultfd not available?)"
+fi
 out=$("$FLTRACE" --version 2>&1 >&-); rc=$?
 if [ $rc -ne 0 ]; then pass stdout_closed_is_an_error
 else fail stdout_closed_is_an_error "exit 0 with stdout closed: $out"; fi

@@ -25,6 +25,10 @@ msg=$("$FLTRACE" report -i "$D" 2>&1); rc=$?
 case "$msg" in *"warning"*"truncated"*) pass report_truncated_warns ;; *) fail report_truncated_warns "$msg" ;; esac
 expect_eq report_truncated_exit "exit" 0 "$rc"
 [ -s "$D/fltrace-data-report-1000.out" ] && pass report_truncated_reported || fail report_truncated_reported "no CSV"
+# visualize says it once (its allocation-site picture reads the trace again, and said it again)
+msg=$("$FLTRACE" visualize -i "$D" 2>&1 > /dev/null); rc=$?
+expect_eq visualize_truncated_warns_once "exit, lines on stderr, lines naming the cut" "0 1 1" \
+	"$rc $(printf '%s\n' "$msg" | grep -c .) $(printf '%s\n' "$msg" | grep -c truncated)"
 
 # One byte of the second-to-last fault record (two 72-byte fault records end the trace) changed:
 # report names the record and its byte, exits 1, and counts exactly the faults before it.
