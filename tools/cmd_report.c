@@ -168,8 +168,10 @@ static int report_parse_time(const char *s, struct agg_filter *f)
 	}
 	if (colon[1]) {
 		f->time_end = strtod(colon + 1, &end);
-		if (*end || f->time_end < f->time_start)
+		if (*end)
 			return -EINVAL;
+		if (f->time_end < f->time_start)
+			return -ERANGE;
 	}
 	return 0;
 }
@@ -281,17 +283,24 @@ static int report_parse_args(int argc, char **argv, struct report_env *env)
 				return cli_error(CLI_EXIT_USAGE, "report", "--pid: '%s' is not a "
 						 "process id; give a number", optarg);
 			break;
-		case OPT_TIME:
-			if (report_parse_time(optarg, &env->filter))
+		case OPT_TIME: {
+			int err = report_parse_time(optarg, &env->filter);
+			if (err == -ERANGE)
+				return cli_error(CLI_EXIT_USAGE, "report", "--time: '%s' ends before it "
+						 "starts; give START:END with START at most END, e.g. 1:5",
+						 optarg);
+			if (err)
 				return cli_error(CLI_EXIT_USAGE, "report", "--time: '%s' is not a "
 						 "window; give START:END in seconds, e.g. 2.5:10",
 						 optarg);
 			break;
+		}
 		case OPT_TOP:
 			env->top = report_parse_long(optarg, 1);
 			if (env->top < 0)
 				return cli_error(CLI_EXIT_USAGE, "report", "--top: '%s' is not a "
-						 "positive number", optarg);
+						 "positive number; give how many rows to show, e.g. --top 20",
+						 optarg);
 			env->fmt = report_writer_find("top");
 			break;
 		case OPT_FOLDED: env->fmt = report_writer_find("folded"); break;

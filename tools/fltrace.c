@@ -72,7 +72,7 @@ static int fltrace_help(int argc, char **argv)
 	const struct cmd_struct *cmd;
 	char help_opt[] = "--help";
 
-	if (argc < 2) {
+	if (argc < 2 || !strcmp(argv[1], "help")) { /* help's own help is the list it shows */
 		fltrace_usage(stdout);
 		return CLI_EXIT_OK;
 	}

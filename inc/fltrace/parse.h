@@ -15,6 +15,7 @@ enum parse_err {
 	PARSE_ZERO = 5,     /* zero where a positive value is needed */
 	PARSE_RANGE = 6,    /* too large (overflow or above the caller's maximum) */
 	PARSE_SMALL = 7,    /* below the caller's minimum */
+	PARSE_REVERSED = 8, /* a range N-M with M below N */
 };
 
 #define PARSE_KIB (1ull << 10)

@@ -109,7 +109,7 @@ static int sweep_callsites(const struct sweep *s, struct callsites **out)
 	}
 	if (!err) {
 		if (s->note)
-			s->note("sweep: symbolizing the callsites of %zu processes", ps.n);
+			s->note("sweep: symbolizing the callsites of %zu process%s", ps.n, ps.n == 1 ? "" : "es");
 		err = sym_resolve(sym);
 	}
 	for (size_t i = 0; i < ps.n && !err; i++)

@@ -57,7 +57,7 @@ static int cpulist_element(const char **p, struct cpulist *out)
 		if (err)
 			return err;
 		if (hi < lo)
-			return -PARSE_JUNK;
+			return -PARSE_REVERSED;
 	}
 	for (unsigned c = lo; c <= hi; c++)
 		cpulist_set(out, c);

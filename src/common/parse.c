@@ -148,6 +148,7 @@ const char *parse_strerror(int err)
 	case PARSE_ZERO: return "is zero";
 	case PARSE_RANGE: return "is too large";
 	case PARSE_SMALL: return "is too small";
+	case PARSE_REVERSED: return "is a range that ends before it starts";
 	default: return "is invalid";
 	}
 }

@@ -139,8 +139,9 @@ static __attribute__((noreturn)) void handler_die_maxmem(void)
 	uint64_t mb = rt.cfg.maxmem >> 20;
 	fmt_init(&f, why, sizeof(why));
 	fmt_str(&f, "the program needs more than ");
-	fmt_u64(&f, mb);
-	fmt_str(&f, " MB of local + far memory");
+	/* -M below a megabyte (-M 64K) is told in KB: "more than 0 MB" said nothing. */
+	fmt_u64(&f, mb ? mb : rt.cfg.maxmem >> 10);
+	fmt_str(&f, mb ? " MB of local + far memory" : " KB of local + far memory");
 	fmt_init(&f, todo, sizeof(todo));
 	fmt_str(&f, "run again with a larger -M, e.g. -M ");
 	fmt_u64(&f, mb * 2 > 16 ? mb * 2 : 16);

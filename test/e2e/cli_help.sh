@@ -14,6 +14,7 @@ done
 if [ $rc -ne 0 ] || [ -n "$missing" ]; then fail help_lists_commands "exit $rc, missing:$missing"
 else pass help_lists_commands; fi
 expect_eq help_same_as_dash_dash_help "output" "$top" "$("$FLTRACE" --help)"
+expect_eq help_help "output of 'fltrace help help'" "$top" "$("$FLTRACE" help help)"
 
 rec=$("$FLTRACE" record --help); rc=$?
 missing=""

@@ -206,3 +206,5 @@ done
 (umask 022 && "$FLTRACE" record -L 16 -M 64 -o "$TMP/modes" -- true 2>/dev/null)
 modes=$(cd "$TMP/modes" && stat -c '%a' fltrace-data-trace-*.bin fltrace-data-stats-*.out fltrace-data-procmaps-*.out | sort -u | tr '\n' ' ')
 expect_eq trace_files_owner_only "modes of the trace, stats and maps files" "600 " "$modes"
+expect_error cores_reversed 2 "^fltrace: --cores: '1-0' is a range that ends before it starts; " \
+	"$FLTRACE" record --cores 1-0 -- /bin/true

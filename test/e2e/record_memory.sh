@@ -279,6 +279,14 @@ if [ $rc = 125 ] && grep -q '^fltrace: -M exhausted: .*; run again with a larger
 else
 	fail maxmem_exhausted "exit $rc, stderr: $(head -c 300 "$dir/err")"
 fi
+# below a megabyte the need is told in KB ("more than 0 MB" said nothing)
+timeout -k 10 "$HANG" "$FLTRACE" record -L 64K -M 64K -o "$dir" -- "$PROGS/fillscan" 1 1 > /dev/null 2> "$dir/err"
+rc=$?
+if [ $rc = 125 ] && grep -q '^fltrace: -M exhausted: the program needs more than 64 KB of local + far memory; ' "$dir/err"; then
+	pass maxmem_exhausted_kb
+else
+	fail maxmem_exhausted_kb "exit $rc, stderr: $(head -c 300 "$dir/err")"
+fi
 
 # --- every way of ending leaves a readable trace ---
 for how in _exit abort segv kill thread; do

@@ -25,6 +25,10 @@ msg=$("$FLTRACE" report -i "$D" 2>&1); rc=$?
 case "$msg" in *"warning"*"truncated"*) pass report_truncated_warns ;; *) fail report_truncated_warns "$msg" ;; esac
 expect_eq report_truncated_exit "exit" 0 "$rc"
 [ -s "$D/fltrace-data-report-1000.out" ] && pass report_truncated_reported || fail report_truncated_reported "no CSV"
+expect_error report_time_reversed 2 "^fltrace: report: --time: '5:1' ends before it starts; " \
+	"$FLTRACE" report -i "$D" --time 5:1
+expect_error report_top_zero 2 "^fltrace: report: --top: '0' is not a positive number; " \
+	"$FLTRACE" report -i "$D" --top 0
 # visualize says it once (its allocation-site picture reads the trace again, and said it again)
 msg=$("$FLTRACE" visualize -i "$D" 2>&1 > /dev/null); rc=$?
 expect_eq visualize_truncated_warns_once "exit, lines on stderr, lines naming the cut" "0 1 1" \

@@ -69,7 +69,7 @@ int main(void)
 	check("cpulist_junk", "a", -PARSE_JUNK, "");
 	check("cpulist_trailing_comma", "0,", -PARSE_JUNK, "");
 	check("cpulist_leading_comma", ",0", -PARSE_JUNK, "");
-	check("cpulist_reversed", "3-1", -PARSE_JUNK, "");
+	check("cpulist_reversed", "3-1", -PARSE_REVERSED, "");
 	check("cpulist_open_range", "1-", -PARSE_JUNK, "");
 	check("cpulist_negative", "-1", -PARSE_JUNK, "");
 	check("cpulist_space", "0, 1", -PARSE_JUNK, "");

@@ -41,7 +41,7 @@ static void check_strerror(void)
 {
 	int ok = 1;
 
-	for (int e = 1; e <= PARSE_SMALL; e++)
+	for (int e = 1; e <= PARSE_REVERSED; e++)
 		if (!strncmp(parse_strerror(-e), "is invalid", 10))
 			ok = 0;
 	if (ok)
