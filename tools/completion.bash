@@ -1,9 +1,25 @@
 # bash completion of fltrace (installed as share/bash-completion/completions/fltrace): commands,
-# options, and the names of policies, far-memory backends and report formats, all asked of fltrace.
+# options, the names of policies, prefetchers, far-memory backends and report formats, asked of
+# fltrace, and the words of --by, --kind, --access, --names, --poll and --files (install_docs checks
+# that fltrace takes each of these).
 #
 # Options come from each command's --help (its lines that begin with an option), names from the
 # tables --help prints them from (the hidden `fltrace --complete policies|backends|formats`), so
 # completion offers exactly what --help lists.
+
+# _fltrace_list NAMES: completes the last name of the comma-separated list $cur from NAMES,
+# leaving out the names the list holds already
+_fltrace_list()
+{
+	local head= have name words=
+	[[ $cur == *,* ]] && head=${cur%,*},
+	IFS=, read -r -a have <<< "${head%,}"
+	for name in $1; do
+		[[ " ${have[*]} " == *" $name "* ]] || words+=" $name"
+	done
+	COMPREPLY=($(compgen -P "$head" -W "$words" -- "${cur##*,}"))
+	[[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2> /dev/null
+}
 
 # _fltrace_options FLTRACE CMD: the long options of `FLTRACE CMD --help`, one a line
 _fltrace_options()
@@ -36,11 +52,38 @@ _fltrace()
 	fi
 
 	case $prev in
-	--policy)
-		# sweep takes a comma-separated list: complete the last name of it
-		local head=
-		[[ $cmd == sweep && $cur == *,* ]] && head=${cur%,*},
-		COMPREPLY=($(compgen -P "$head" -W "$("$bin" --complete policies 2> /dev/null)" -- "${cur##*,}"))
+	--policy | --prefetch)
+		# sweep takes comma-separated lists: complete the last name of one
+		local names; names=$("$bin" --complete "$([[ $prev == --policy ]] && echo policies || echo prefetchers)" 2> /dev/null)
+		if [[ $cmd == sweep ]]; then
+			_fltrace_list "$names"
+		else
+			COMPREPLY=($(compgen -W "$names" -- "$cur"))
+		fi
+		return
+		;;
+	--kind)
+		_fltrace_list "zero refetch file wp syscall prefetch"
+		return
+		;;
+	--access)
+		_fltrace_list "read write wp"
+		return
+		;;
+	--by)
+		COMPREPLY=($(compgen -W "stack line function caller alloc" -- "$cur"))
+		return
+		;;
+	--names)
+		COMPREPLY=($(compgen -W "func lib" -- "$cur"))
+		return
+		;;
+	--poll)
+		COMPREPLY=($(compgen -W "percpu adaptive block spin" -- "$cur"))
+		return
+		;;
+	--files)
+		COMPREPLY=($(compgen -W "mapped all" -- "$cur"))
 		return
 		;;
 	--far)
@@ -61,9 +104,8 @@ _fltrace()
 		return
 		;;
 	-L | --localmem | -M | --maxmem | -C | --handlers | --cores | -S | --samplerate | --far-latency | \
-		--far-replicas | --far-timeout | --far-clear | --depth | --poll | --files | --alloc-sample | --by | --kind | \
-		--access | --pid | --time | --top | --title | --width | --minwidth | --fold | --names | \
-		--keep-local | --advise)
+		--far-replicas | --far-timeout | --far-clear | --depth | --alloc-sample | \
+		--pid | --time | --top | --title | --width | --minwidth | --fold | --keep-local | --advise)
 		return # a value to type: nothing to offer
 		;;
 	esac

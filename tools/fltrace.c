@@ -8,6 +8,7 @@
 #include <fltrace/backends.h>
 #include <fltrace/config.h>
 #include <fltrace/policies.h>
+#include <fltrace/prefetchers.h>
 
 #include "../src/analysis/report.h"
 #include "builtin.h"
@@ -104,6 +105,9 @@ static int fltrace_complete(int argc, char **argv)
 			const char *arg, *name = fltrace_backend_name(i);
 			printf("%s%s\n", name, fltrace_backend_parse(name, &arg) == -2 ? ":" : "");
 		}
+	} else if (!strcmp(what, "prefetchers")) {
+		for (unsigned i = 0; i < FLTRACE_PREFETCH_COUNT; i++)
+			printf("%s\n", fltrace_prefetch_name(i));
 	} else if (!strcmp(what, "formats")) {
 		size_t n;
 		const struct report_writer *w = report_writers(&n);
@@ -112,7 +116,7 @@ static int fltrace_complete(int argc, char **argv)
 				printf("%s\n", w[i].name);
 	} else {
 		return cli_error(CLI_EXIT_USAGE, "--complete", "'%s' is not a list fltrace completes; "
-				 "give commands, policies, backends or formats", what);
+				 "give commands, policies, prefetchers, backends or formats", what);
 	}
 	return CLI_EXIT_OK;
 }

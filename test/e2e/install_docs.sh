@@ -55,6 +55,38 @@ else
 		"$FLTRACE" record --help | grep -qE "^ {26}$p " || fail completion_policies_in_help "policy $p not in record --help"
 	done
 	expect_error completion_unknown_list 2 "not a list" "$FLTRACE" --complete nothing
+	expect_eq completion_prefetch "fltrace record --prefetch <TAB>" "leap none readahead stride" \
+		"$(complete record --prefetch "")"
+	expect_eq completion_sweep_list_unrepeated "fltrace sweep --policy fifo,<TAB>: the others" \
+		"$("$FLTRACE" --complete policies | grep -vx fifo | sed 's/^/fifo,/' | sort | tr '\n' ' ' | sed 's/ $//')" \
+		"$(complete sweep --policy fifo,)"
+	expect_eq completion_by "fltrace report --by c<TAB>" "caller" "$(complete report --by c)"
+	expect_eq completion_kind_list "fltrace report --kind zero,re<TAB>" "zero,refetch" "$(complete report --kind zero,re)"
+	expect_eq completion_poll "fltrace record --poll <TAB>" "adaptive block percpu spin" "$(complete record --poll "")"
+	# every word completion offers, fltrace takes
+	bad=""
+	if "$FLTRACE" record -o "$TMP/words" -- "$PROGS/fillscan" 2 1 > /dev/null 2>&1; then
+		for w in $(complete report --by ""); do
+			"$FLTRACE" report -i "$TMP/words" --by "$w" --top 1 > /dev/null 2>&1 || bad="$bad --by $w;"
+		done
+		for w in $(complete report --kind ""); do
+			"$FLTRACE" report -i "$TMP/words" --kind "$w" --top 1 > /dev/null 2>&1 || bad="$bad --kind $w;"
+		done
+		for w in $(complete report --access ""); do
+			"$FLTRACE" report -i "$TMP/words" --access "$w" --top 1 > /dev/null 2>&1 || bad="$bad --access $w;"
+		done
+		for w in $(complete visualize --names ""); do
+			"$FLTRACE" visualize -i "$TMP/words" -o "$TMP/words/v" --names "$w" > /dev/null 2>&1 || bad="$bad --names $w;"
+		done
+	else
+		bad="no trace of fillscan to try the words on;"
+	fi
+	for opt in --poll --files; do
+		for w in $(complete record "$opt" ""); do
+			"$FLTRACE" record "$opt" "$w" -o "$TMP/words2" -- true > /dev/null 2>&1 || bad="$bad $opt $w;"
+		done
+	done
+	if [ -z "$bad" ]; then pass completion_words_taken; else fail completion_words_taken "$bad"; fi
 fi
 
 # --- make install: under PREFIX in DESTDIR ---
