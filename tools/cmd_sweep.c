@@ -758,6 +758,9 @@ static int sweep_run_from(struct sweep *s, const struct sweep_opts *o, size_t fr
 			return sweep_failed_run(r);
 		if (i)
 			sweep_check_output(&s->runs[0], r);
+		else if (r->status) /* the same status in every run is no difference: said once here */
+			cli_note("sweep: %s: the command exited with status %d (see %s/stderr); the other "
+				 "runs are compared with this one", r->name, r->status, r->dir);
 		if (sweep_stop)
 			return cli_error(128 + sweep_stop, "sweep", "stopped by signal %d after the run "
 					 "%s; the runs so far are in %s", (int)sweep_stop, r->name,
@@ -835,6 +838,10 @@ static int sweep_prepare(struct sweep *s, struct sweep_opts *o)
 		return cli_error(CLI_EXIT_FAIL, s->outdir, "cannot create the output directory (%s); "
 				 "give a writable directory with -o DIR", strerror(-err));
 	}
+	/* Said of the directory, before its first file (the saved stdin) would say it of that. */
+	if ((err = outfile_try_dir(s->outdir)))
+		return cli_error(CLI_EXIT_FAIL, s->outdir, "cannot write in the output directory (%s); "
+				 "give a writable directory with -o DIR", strerror(-err));
 	return 0;
 }
 

@@ -114,10 +114,19 @@ int record_clean_outdir(const struct record_opts *o)
 			break;
 		}
 		if (old < 0) {
-			if (mkdirat(dirfd(d), RUN_OLD_DIR, 0700) && errno != EEXIST) {
+			/* A link or another user's directory under the name is refused by name. */
+			char old_path[PATH_MAX + 32];
+			snprintf(old_path, sizeof(old_path), "%s/%s", o->outdir, RUN_OLD_DIR);
+			int mk = outfile_mkdir(old_path);
+			if (outfile_refused(mk)) {
+				err = cli_error(CLI_EXIT_NOTRACE, old_path, "%s; remove it (someone else may "
+						"have put it there) or give another -o DIR", outfile_strerror(mk));
+				break;
+			}
+			if (mk) {
 				err = cli_error(CLI_EXIT_NOTRACE, o->outdir, "cannot make %s for the earlier "
 						"recording (%s); move it away by hand or give another -o DIR",
-						RUN_OLD_DIR, strerror(errno));
+						RUN_OLD_DIR, strerror(-mk));
 				break;
 			}
 			old = openat(dirfd(d), RUN_OLD_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -141,6 +141,14 @@ if [ -n "$new_trace" ] && [ -f "$TMP/old/fltrace-data.old/$new_trace" ] &&
 else
 	fail old_recording_readable "$new_trace not in fltrace-data.old, or report cannot read it"
 fi
+# a link put under fltrace-data.old is refused by name, and its target left alone
+mkdir -p "$TMP/oldlink/target"
+"$FLTRACE" record -L 16 -M 64 -o "$TMP/oldlink" -- true 2>/dev/null
+ln -s "$TMP/oldlink/target" "$TMP/oldlink/fltrace-data.old"
+expect_error old_recording_link_refused 125 \
+	"^fltrace: $TMP/oldlink/fltrace-data.old: is a symbolic link that fltrace did not make; " \
+	"$FLTRACE" record -L 16 -M 64 -o "$TMP/oldlink" -- true
+expect_eq old_recording_link_target_untouched "files in the link's target" "" "$(ls -A "$TMP/oldlink/target")"
 mkdir -p "$TMP/new/sub"
 "$FLTRACE" record -L 16 -M 64 -o "$TMP/new/sub/dir" -- true 2>/dev/null
 if [ -d "$TMP/new/sub/dir" ]; then pass output_dir_created; else fail output_dir_created "not created"; fi

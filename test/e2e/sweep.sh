@@ -192,3 +192,26 @@ expect_error sweep_no_such_command 127 "^fltrace: nosuchprog-fltrace: command no
 	"$FLTRACE" sweep -o "$N" -- nosuchprog-fltrace
 if [ -e "$N" ]; then fail sweep_no_such_command_nothing_left "$(find "$N" | head -3 | tr '\n' ' ')"
 else pass sweep_no_such_command_nothing_left; fi
+
+# A command that fails the same way in every run: the runs agree (exit 0), and the failure is said.
+err=$("$FLTRACE" sweep -L 1,2 -M 64 -o "$TMP/fails" -- sh -c 'exit 3' 2>&1 > /dev/null); rc=$?
+if [ $rc = 0 ] && grep -q "^fltrace: sweep: L2M-2q: the command exited with status 3 (see .*/L2M-2q/stderr)" <<<"$err"; then
+	pass sweep_command_fails_said
+else
+	fail sweep_command_fails_said "exit $rc: $err"
+fi
+
+# An output directory it cannot write in is named as such, before anything runs (it named the
+# stdin file it would have saved there).
+mkdir -p "$TMP/ro"
+if unshare --mount true 2> /dev/null; then
+	err=$(unshare --mount sh -c 'mount -t tmpfs -o ro tmpfs "$1" && echo input | "$2" sweep -o "$1" -L 16 -- /bin/true' \
+		_ "$TMP/ro" "$FLTRACE" 2>&1 > /dev/null); rc=$?
+	if [ $rc = 1 ] && [ "$err" = "fltrace: $TMP/ro: cannot write in the output directory (Read-only file system); give a writable directory with -o DIR" ]; then
+		pass sweep_readonly_outdir
+	else
+		fail sweep_readonly_outdir "exit $rc: $err"
+	fi
+else
+	skip sweep_readonly_outdir "no mount namespace here (unshare --mount)"
+fi
