@@ -145,7 +145,7 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 		case OPT_WIDTH:
 			err = parse_u64(optarg, 400, VIS_MAX_WIDTH, &v);
 			if (err)
-				return cli_error(CLI_EXIT_USAGE, "visualize", "--width %s: %s; give pixels "
+				return cli_error(CLI_EXIT_USAGE, "visualize", "--width: '%s' %s; give pixels "
 						 "from 400 to %u, e.g. --width 1800", optarg,
 						 parse_strerror(err), VIS_MAX_WIDTH);
 			env->o.width = (unsigned)v;
@@ -155,19 +155,19 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 			errno = 0;
 			env->o.minwidth = strtod(optarg, &end);
 			if (errno || end == optarg || *end || !(env->o.minwidth >= 0) || env->o.minwidth > 1000)
-				return cli_error(CLI_EXIT_USAGE, "visualize", "--minwidth %s: not a width "
+				return cli_error(CLI_EXIT_USAGE, "visualize", "--minwidth: '%s' is not a width "
 						 "in pixels; give e.g. --minwidth 0.5 (0 draws every frame)", optarg);
 			break;
 		}
 		case OPT_KIND:
 			if (vis_parse_kinds(env, optarg))
-				return cli_error(CLI_EXIT_USAGE, "visualize", "--kind %s: unknown kind; give "
+				return cli_error(CLI_EXIT_USAGE, "visualize", "--kind: '%s' is not a list of kinds; give "
 						 "a comma-separated list of zero, refetch, file, wp, syscall, prefetch", optarg);
 			break;
 		case OPT_PID:
 			err = parse_u64(optarg, 1, UINT32_MAX, &v);
 			if (err)
-				return cli_error(CLI_EXIT_USAGE, "visualize", "--pid %s: %s; give the pid of a "
+				return cli_error(CLI_EXIT_USAGE, "visualize", "--pid: '%s' %s; give the pid of a "
 						 "trace file fltrace-data-trace-<pid>-<n>.bin", optarg, parse_strerror(err));
 			env->o.has_pid = true;
 			env->o.pid = (uint32_t)v;
@@ -178,7 +178,7 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 			else if (!strcmp(optarg, "lib"))
 				env->o.names = PICTURE_NAMES_LIB;
 			else
-				return cli_error(CLI_EXIT_USAGE, "visualize", "--names %s: unknown style; "
+				return cli_error(CLI_EXIT_USAGE, "visualize", "--names: '%s' is not a style; "
 						 "give func or lib", optarg);
 			break;
 		case OPT_DIFF:
@@ -190,7 +190,7 @@ static int vis_parse(int argc, char **argv, struct vis_env *env)
 		case OPT_FOLD:
 			err = parse_u64(optarg, 0, 10000, &v);
 			if (err)
-				return cli_error(CLI_EXIT_USAGE, "visualize", "--fold %s: %s; give the "
+				return cli_error(CLI_EXIT_USAGE, "visualize", "--fold: '%s' %s; give the "
 						 "flamegraph levels to show, e.g. --fold 30 (0 shows all)",
 						 optarg, parse_strerror(err));
 			env->o.fold = (unsigned)v;

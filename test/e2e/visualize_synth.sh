@@ -109,9 +109,9 @@ mkdir -p "$TMP/empty"
 expect_error visualize_no_trace 1 'no trace .* in .*empty; run .fltrace record. first' "$FLTRACE" visualize -i "$TMP/empty"
 expect_error visualize_missing_dir 1 'cannot read directory .*nope: No such file' "$FLTRACE" visualize -i "$TMP/nope"
 expect_error visualize_pid_absent 1 'no trace of pid 7 in' "$FLTRACE" visualize -i "$RUN" -o "$TMP/empty" --pid 7
-expect_error visualize_bad_kind 2 '--kind zero,bogus: unknown kind' "$FLTRACE" visualize -i "$RUN" --kind zero,bogus
-expect_error visualize_bad_width 2 '--width 10:' "$FLTRACE" visualize -i "$RUN" --width 10
-expect_error visualize_bad_minwidth 2 '--minwidth x:' "$FLTRACE" visualize -i "$RUN" --minwidth x
+expect_error visualize_bad_kind 2 "--kind: 'zero,bogus' is not a list of kinds" "$FLTRACE" visualize -i "$RUN" --kind zero,bogus
+expect_error visualize_bad_width 2 "--width: '10' is too small" "$FLTRACE" visualize -i "$RUN" --width 10
+expect_error visualize_bad_minwidth 2 "--minwidth: 'x' is not a width" "$FLTRACE" visualize -i "$RUN" --minwidth x
 expect_error visualize_unknown_option 2 '--bogus: unknown option' "$FLTRACE" visualize --bogus
 expect_error visualize_stray_argument 2 'extra: unexpected argument' "$FLTRACE" visualize extra
 expect_error visualize_unwritable_output 1 'cannot create the output directory .*; give a writable directory with -o' \
