@@ -70,20 +70,10 @@ _fltrace()
 		_fltrace_list "read write wp"
 		return
 		;;
-	--by)
-		COMPREPLY=($(compgen -W "stack line function caller alloc" -- "$cur"))
-		return
-		;;
-	--names)
-		COMPREPLY=($(compgen -W "func lib" -- "$cur"))
-		return
-		;;
-	--poll)
-		COMPREPLY=($(compgen -W "percpu adaptive block spin" -- "$cur"))
-		return
-		;;
-	--files)
-		COMPREPLY=($(compgen -W "mapped all" -- "$cur"))
+	--by | --names | --poll | --files)
+		local -A values=([--by]="stack line function caller alloc" [--names]="func lib"
+			[--poll]="percpu adaptive block spin" [--files]="mapped all")
+		COMPREPLY=($(compgen -W "${values[$prev]}" -- "$cur"))
 		return
 		;;
 	--far)
