@@ -9,7 +9,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -194,4 +196,27 @@ int cli_stdout_flush(int status)
 			  strerror(err));
 	reported = true;
 	return status ? status : CLI_EXIT_FAIL;
+}
+
+static int exit_signal;
+
+void cli_exit_like_signal(int sig)
+{
+	exit_signal = sig;
+}
+
+int cli_exit(int status)
+{
+	if (!exit_signal || status != 128 + exit_signal)
+		return status;
+	/* No core of fltrace's own: the command's core, if it dumped one, is the one that counts. */
+	struct rlimit no_core = { 0, 0 };
+	setrlimit(RLIMIT_CORE, &no_core);
+	signal(exit_signal, SIG_DFL);
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, exit_signal);
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+	raise(exit_signal);
+	return status; /* a signal that does not end a process by default cannot have ended it */
 }

@@ -52,6 +52,13 @@ void cli_out_abort(struct cli_out *o);
  * or -errno; returns CLI_EXIT_FAIL. */
 int cli_out_error(const char *path, int err);
 
+/* The command fltrace ran died of signal sig: fltrace ends the same way (cli_exit), so that its
+ * own parent sees what the command's would have (a shell's "Segmentation fault", a wait status
+ * that WIFSIGNALED, python's returncode -11), not an exit with 128+sig. */
+void cli_exit_like_signal(int sig);
+/* Returns status; does not return when a noted signal stands for it (status is 128+sig). */
+int cli_exit(int status);
+
 /* Flushes stdout; on a write error says so once (a command's own check and main's final one share
  * it) and returns status, or CLI_EXIT_FAIL if status was 0. */
 int cli_stdout_flush(int status);

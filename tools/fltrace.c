@@ -166,5 +166,5 @@ int main(int argc, char **argv)
 	static char out_buf[1 << 16];
 	if (!isatty(STDOUT_FILENO))
 		setvbuf(stdout, out_buf, _IOFBF, sizeof(out_buf));
-	return fltrace_close_stdout(fltrace_dispatch(argc, argv));
+	return cli_exit(fltrace_close_stdout(fltrace_dispatch(argc, argv)));
 }

@@ -297,6 +297,7 @@ static int run_wait(pid_t pid, int *status)
 	}
 	if (WIFSIGNALED(ws)) {
 		*status = 128 + WTERMSIG(ws);
+		cli_exit_like_signal(WTERMSIG(ws));
 		cli_note("record: the command was killed by signal %d (%s)", WTERMSIG(ws),
 			 strsignal(WTERMSIG(ws)));
 	} else {

@@ -76,11 +76,17 @@ note=$(taskset -c 0 "${REC[@]}" --poll spin -- true 2>&1 >/dev/null | grep -c 'n
 quiet=$(taskset -c 0 "${REC[@]}" -- true 2>&1 >/dev/null | grep -c 'note: --poll spin')
 expect_eq spin_on_every_cpu_noted "notes with --poll spin, then with the default" "1 0" "$note $quiet"
 
-# Exit statuses: the command's own, 128+N for signal N.
+# Exit statuses: the command's own; a command killed by signal N kills fltrace with N too (a
+# shell's $? is 128+N either way; a parent that reads the wait status sees the signal).
 "${REC[@]}" -- sh -c 'exit 7' 2>/dev/null
 expect_eq exit_status_passed "exit status" 7 $?
-"${REC[@]}" -- sh -c 'kill -SEGV $$' 2>/dev/null
+{ "${REC[@]}" -- sh -c 'kill -SEGV $$'; } 2>/dev/null # (and bash's "Segmentation fault" line)
 expect_eq exit_signal_segv "exit status" 139 $?
+waited() { /usr/bin/python3 -c 'import subprocess, sys
+print(subprocess.run(sys.argv[1:], stderr=subprocess.DEVNULL).returncode)' "$@"; }
+expect_eq exit_signal_wait_status "python's returncode (the wait status), native and traced" \
+	"$(waited sh -c 'kill -SEGV $$') $(waited sh -c 'kill -TERM $$')" \
+	"$(waited "${REC[@]}" -- sh -c 'kill -SEGV $$') $(waited "${REC[@]}" -- sh -c 'kill -TERM $$')"
 "${REC[@]}" -- sh -c 'exit 125' 2>/dev/null
 expect_eq exit_status_125_passed "exit status" 125 $?
 # A file without "#!" runs through /bin/sh, as execvp does.
@@ -98,12 +104,12 @@ expect_eq command_found_in_path "stdout" "found x" \
 signal_case() { # NAME SIGNAL EXPECTED_STATUS SCRIPT
 	local name=$1 sig=$2 want=$3 script=$4 pid rc
 	rm -f "$TMP/started"
-	env --default-signal=INT,QUIT,TERM,HUP "${REC[@]}" -- sh -c "$script" 2>"$TMP/sig.err" &
+	{ env --default-signal=INT,QUIT,TERM,HUP "${REC[@]}" -- sh -c "$script" 2>"$TMP/sig.err" & } 2>/dev/null
 	pid=$!
 	# until the command runs (however long a busy machine takes), or fltrace has ended
 	while [ ! -e "$TMP/started" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 	kill -"$sig" "$pid"
-	wait "$pid"
+	{ wait "$pid"; } 2>/dev/null
 	rc=$?
 	expect_eq "$name" "exit status (stderr: $(tr '\n' ' ' < "$TMP/sig.err"))" "$want" "$rc"
 }

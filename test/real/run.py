@@ -325,12 +325,7 @@ class Runner:
         r.outdir = d
         with open(log, errors="replace") as f:
             output = f.read()
-        if traced:
-            # record exits 128+N for a command killed by signal N, and says so
-            m = re.search(r"^fltrace: record: the command was killed by signal (\d+)", output, re.M)
-            if m and r.outcome == f"exit {128 + int(m.group(1))}":
-                r.outcome = f"killed by signal {m.group(1)}"
-        suite.read_cases(r, outdir, output)
+        suite.read_cases(r, outdir, output)  # (record dies of the signal that killed its command)
         if traced:
             r.tool_lines = [ln for ln in output.splitlines() if ln.startswith("fltrace:")
                             and not re.match(r"fltrace: (recorded|note: up to|record: the command "
