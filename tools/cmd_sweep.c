@@ -758,7 +758,10 @@ static int sweep_run_from(struct sweep *s, const struct sweep_opts *o, size_t fr
 			return sweep_failed_run(r);
 		if (i)
 			sweep_check_output(&s->runs[0], r);
-		else if (r->status) /* the same status in every run is no difference: said once here */
+		else if (r->status > 128 && r->status < 128 + NSIG) /* the same in every run is no difference: said here */
+			cli_note("sweep: %s: the command was killed by signal %d (%s; see %s/stderr); the other "
+				 "runs are compared with this one", r->name, r->status - 128, strsignal(r->status - 128), r->dir);
+		else if (r->status)
 			cli_note("sweep: %s: the command exited with status %d (see %s/stderr); the other "
 				 "runs are compared with this one", r->name, r->status, r->dir);
 		if (sweep_stop)
