@@ -8,9 +8,10 @@
 bool caller_is_runtime(const char *lib)
 {
 	/* glibc's parts (libc, libm, libpthread, libdl), the C++ runtime and its unwinder, the
-	 * loader, and fltrace's library, whose je_* frames are the program's malloc at work. */
-	static const char *const names[] = { "libc.so", "libm.so", "libpthread", "libdl.so",
-					     "libstdc++", "libgcc_s", "ld-linux", "libfltrace.so" };
+	 * loader, the kernel's vDSO (clock_gettime's code), and fltrace's library, whose je_*
+	 * frames are the program's malloc at work. */
+	static const char *const names[] = { "libc.so", "libm.so", "libpthread", "libdl.so", "libstdc++",
+					     "libgcc_s", "ld-linux", "[vdso]", "libfltrace.so" };
 	const char *base = strrchr(lib, '/');
 
 	base = base ? base + 1 : lib;

@@ -711,7 +711,9 @@ int64_t sym_add(struct symbolizer *s, const struct maps_history *m, uint64_t ip,
 		for (size_t i = maps_nr_objects(m); i-- > 0 && oi < 0;) {
 			const struct ft_object *ob = maps_object(m, i);
 			int k;
-			if (!ob->path[0] || a < ob->base)
+			/* The vDSO is recorded by the loader's name for it, no file to read. */
+			if (!ob->path[0] || a < ob->base || !strncmp(ob->path, "linux-vdso", 10) ||
+			    !strncmp(ob->path, "linux-gate", 10))
 				continue;
 			k = sym_object_get(s, ob->path);
 			if (k < 0)

@@ -59,3 +59,16 @@ ef=$(entry fill); ec=$(entry copy); es=$(entry same)
 got=$(csvrows "$TMP/strip.csv" functions count | grep -F -e "$ef|" -e "$ec|" -e "$es|" | sum_rows)
 expect_eq report_caller_stripped "stripped: by function entry" \
 	"$(printf '%s\n' "$PAGES|$ef" "$PAGES|$ec" "$((2 * PAGES))|$es" | sort -t'|' -k2)" "$got"
+
+# A fault inside the vDSO (clock_gettime writing its result) is the program's line that called it,
+# not [vdso]+0x....
+if [ -x "$PROGS/vdsotouch" ]; then
+	V=$TMP/vdso; mkdir -p "$V"
+	"$FLTRACE" record -o "$V" -- "$PROGS/vdsotouch" 64 > /dev/null 2>&1
+	v=$(src_line vdsotouch.c VDSO-CALL)
+	"$FLTRACE" report -i "$V" --by caller -o "$TMP/vdso.csv" > /dev/null 2> "$TMP/vdso.err"
+	got=$(csvrows "$TMP/vdso.csv" code count | sed "s@<//>[^|]*@@" | grep -E "vdsotouch.c:$v\|" | awk -F'|' '{ n += $2 } END { print n + 0 }')
+	expect_eq report_caller_vdso "--by caller: faults at vdsotouch.c:$v (inside clock_gettime's vDSO code)" 64 "$got"
+else
+	fail report_caller_vdso "vdsotouch not built"
+fi
