@@ -743,6 +743,19 @@ static void sweep_progress(const struct sweep *s, size_t i, double last_s)
 		 r->ample ? "" : ", ", r->ample ? "" : r->policy, last);
 }
 
+/* The first run's command ended in failure: how, in one note. */
+static void sweep_note_command_failed(const struct sweep_run *r)
+{
+	char how[96];
+	int sig = r->status - 128;
+	if (sig > 0 && sig < NSIG)
+		snprintf(how, sizeof(how), "was killed by signal %d (%s)", sig, strsignal(sig));
+	else
+		snprintf(how, sizeof(how), "exited with status %d", r->status);
+	cli_note("sweep: %s: the command %s; its stderr is in %s/stderr, and the other runs are compared "
+		 "with this one", r->name, how, r->dir);
+}
+
 /* Runs s->runs[from..] in order; stops at the first run that could not be traced. */
 static int sweep_run_from(struct sweep *s, const struct sweep_opts *o, size_t from,
 			  const struct sweep_stdin *in)
@@ -758,12 +771,8 @@ static int sweep_run_from(struct sweep *s, const struct sweep_opts *o, size_t fr
 			return sweep_failed_run(r);
 		if (i)
 			sweep_check_output(&s->runs[0], r);
-		else if (r->status > 128 && r->status < 128 + NSIG) /* the same in every run is no difference: said here */
-			cli_note("sweep: %s: the command was killed by signal %d (%s; see %s/stderr); the other "
-				 "runs are compared with this one", r->name, r->status - 128, strsignal(r->status - 128), r->dir);
-		else if (r->status)
-			cli_note("sweep: %s: the command exited with status %d (see %s/stderr); the other "
-				 "runs are compared with this one", r->name, r->status, r->dir);
+		else if (r->status) /* the same in every run is no difference: said once, here */
+			sweep_note_command_failed(r);
 		if (sweep_stop)
 			return cli_error(128 + sweep_stop, "sweep", "stopped by signal %d after the run "
 					 "%s; the runs so far are in %s", (int)sweep_stop, r->name,

@@ -7,7 +7,7 @@
 #   ANCHOR_GAPBS    GAPBS (sbeamer/gapbs, b5e3e19)
 # Both are copied into $BUILD/anchor and built there unmodified. Environment: ANCHOR_RUNS (default
 # 3), ANCHOR_ONLY (a subset of rows, e.g. "bfs-serial-140 python-170"), ANCHOR_TIMEOUT (s per run,
-# default 600), ANCHOR_PERF=1 (a fourth column: the kernel serves every fault and `perf record` keeps
+# default 600), ANCHOR_PERF=1 (a fourth tool: the kernel serves every fault and `perf record` keeps
 # each with 2 KiB of its stack, the cheapest way to record them all), FLTRACE_BUILD. Times are never
 # pass/fail: it exits non-zero only if it could not run.
 set -u
@@ -159,9 +159,10 @@ run_tool() {
 		recorded=$(sed -n 's/^fltrace: recorded \([0-9]*\) faults.*/\1/p' "$dir/stderr" | tail -n 1) ;;
 	perf) # its stats: "page-faults stats:" then SAMPLE events (kept) and LOST_SAMPLES events (dropped)
 		local kept lost
-		kept=$(perf report -i "$dir/perf.data" --stats 2> /dev/null | awk '/page-faults stats/ { p = 1 } p && /SAMPLE events/ && !/LOST/ { print $3 }')
-		lost=$(perf report -i "$dir/perf.data" --stats 2> /dev/null | awk '/page-faults stats/ { p = 1 } p && /LOST_SAMPLES events/ { print $3 }')
-		recorded=${kept:-0} handled=$((${kept:-0} + ${lost:-0})) ;;
+		read -r kept lost < <(perf report -i "$dir/perf.data" --stats 2> /dev/null | awk '
+			/page-faults stats/ { p = 1 } p && /LOST_SAMPLES events/ { l = $3; next }
+			p && /SAMPLE events/ { k = $3 } END { print k + 0, l + 0 }')
+		recorded=$kept handled=$((kept + lost)) ;;
 	esac
 	local sum; sum=$(out_sum "$dir/stdout")
 	if [ "$tool" != native ] && [ -n "${NATIVE_SUM[$row]:-}" ] && [ "$sum" != "${NATIVE_SUM[$row]}" ] && [ $status = ok ]; then
